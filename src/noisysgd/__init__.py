@@ -1,0 +1,53 @@
+"""noisysgd: Noisy-SGD for convex models, with hidden-state privacy accounting.
+
+>>> import noisysgd
+>>> run = noisysgd.Run.from_epochs(epochs=10, n=60000, batch_size=256, batching="poisson",
+...                                learning_rate=0.5, noise_multiplier=1.0, lipschitz=1.0)
+>>> report = noisysgd.epsilon(run, delta=1e-5)
+>>> sorted(report.results)
+['composition', 'composition-pld']
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("noisysgd")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0+unknown"
+
+from .accountant import EpsilonReport, epsilon  # noqa: E402
+from .analyses import ANALYSES, get_analysis  # noqa: E402
+from .rdp import (  # noqa: E402
+    DEFAULT_ORDERS,
+    OrderGridWarning,
+    RDPNumericsWarning,
+    epsilon_from_rdp,
+    gaussian_rdp,
+    sampled_gaussian_rdp,
+)
+from .run import (  # noqa: E402
+    ADJACENCIES,
+    BATCHING_SCHEMES,
+    Run,
+    noise_multiplier_from_sigma,
+    sigma_from_noise_multiplier,
+)
+
+__all__ = [
+    "__version__",
+    "Run",
+    "BATCHING_SCHEMES",
+    "ADJACENCIES",
+    "sigma_from_noise_multiplier",
+    "noise_multiplier_from_sigma",
+    "epsilon",
+    "EpsilonReport",
+    "ANALYSES",
+    "get_analysis",
+    "DEFAULT_ORDERS",
+    "gaussian_rdp",
+    "sampled_gaussian_rdp",
+    "epsilon_from_rdp",
+    "RDPNumericsWarning",
+    "OrderGridWarning",
+]

@@ -1,0 +1,19 @@
+"""Privacy analyses of Noisy-SGD, one module per paper, looked up by name."""
+
+from __future__ import annotations
+
+from .base import Analysis, AnalysisResult, RDPAnalysis
+from .composition import Composition, CompositionPLD
+
+__all__ = ["Analysis", "AnalysisResult", "RDPAnalysis", "ANALYSES", "get_analysis"]
+
+#: Every analysis the library implements, by the name the CLI and API use.
+ANALYSES: dict[str, Analysis] = {a.name: a for a in (Composition(), CompositionPLD())}
+
+
+def get_analysis(name: str) -> Analysis:
+    """The analysis called ``name``; ``ValueError`` listing the valid names otherwise."""
+    try:
+        return ANALYSES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}. Found {name!r}.") from None

@@ -1,0 +1,139 @@
+"""What every analysis is: a named, cited bound with explicit assumptions.
+
+An analysis is a pure function of a :class:`~noisysgd.run.Run`.  It first says
+whether it applies (and if not, why), then returns either an RDP curve over
+Rényi orders (:class:`RDPAnalysis`) or ε for a δ directly.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..rdp import DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp, validate_orders
+from ..run import Run
+
+__all__ = ["AnalysisResult", "Analysis", "RDPAnalysis"]
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """The outcome of one analysis on one run, for one δ."""
+
+    analysis: str
+    applies: bool
+    reason: str | None
+    sound: bool
+    delta: float
+    epsilon: float | None = None
+    order: float | None = None
+    orders: np.ndarray | None = None
+    rdp: np.ndarray | None = None
+    conversion: str | None = None
+    citation: str = ""
+    details: dict = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """JSON-ready form: non-finite numbers become ``null`` (``applies`` tells why)."""
+        rdp = None
+        if self.rdp is not None:
+            rdp = {_order_key(a): _finite(v) for a, v in zip(self.orders, self.rdp)}
+        return {
+            "applies": self.applies,
+            "reason": self.reason,
+            "sound": self.sound,
+            "epsilon": _finite(self.epsilon),
+            "order": self.order,
+            "conversion": self.conversion,
+            "citation": self.citation,
+            "details": self.details,
+            "warnings": list(self.warnings),
+            "rdp": rdp,
+        }
+
+
+def _order_key(order: float) -> str:
+    return format(float(order), ".12g")
+
+
+def _finite(value):
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+class Analysis(ABC):
+    """A privacy analysis of Noisy-SGD.
+
+    Subclasses set ``name``, ``citation`` and ``sound`` and implement
+    :meth:`why_not` and :meth:`_evaluate`.
+    """
+
+    name: str = ""
+    citation: str = ""
+    #: False for published bounds whose proof is known to be incomplete: they
+    #: are computed for comparison but never count as a guarantee.
+    sound: bool = True
+
+    @abstractmethod
+    def assumptions(self) -> list[str]:
+        """The conditions under which the bound holds, in words."""
+
+    @abstractmethod
+    def why_not(self, run: Run) -> str | None:
+        """``None`` if the analysis applies to ``run``, else the reason it does not."""
+
+    def evaluate(self, run: Run, *, delta: float, orders=None, conversion: str = "improved") -> AnalysisResult:
+        """ε(δ) for ``run``, or a result saying why the analysis does not apply."""
+        if not isinstance(run, Run):
+            raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
+        reason = self.why_not(run)
+        if reason is not None:
+            return AnalysisResult(self.name, False, reason, self.sound, float(delta), citation=self.citation)
+        return self._evaluate(run, delta=delta, orders=orders, conversion=conversion)
+
+    @abstractmethod
+    def _evaluate(self, run: Run, *, delta: float, orders, conversion: str) -> AnalysisResult:
+        """Compute the bound for a run the analysis applies to."""
+
+
+class RDPAnalysis(Analysis):
+    """An analysis that yields an RDP curve ε(α), converted to (ε, δ) at the end."""
+
+    @abstractmethod
+    def rdp(self, run: Run, orders) -> np.ndarray:
+        """RDP of the released final model at each order (the run must apply)."""
+
+    def details(self, run: Run) -> dict:
+        """Extra quantities worth reporting (optimal splits, burn-in, ...)."""
+        return {}
+
+    def _evaluate(self, run, *, delta, orders, conversion):
+        alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
+        curve = self.rdp(run, alpha)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", OrderGridWarning)
+            conv = epsilon_from_rdp(alpha, curve, delta, conversion=conversion)
+        for w in caught:  # re-emit, and keep the text for the report
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return AnalysisResult(
+            self.name,
+            True,
+            None,
+            self.sound,
+            float(delta),
+            epsilon=conv.epsilon,
+            order=conv.order,
+            orders=np.array(alpha, dtype=float),
+            rdp=curve,
+            conversion=conversion,
+            citation=self.citation,
+            details=self.details(run),
+            warnings=tuple(str(w.message) for w in caught),
+        )

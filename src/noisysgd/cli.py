@@ -1,0 +1,234 @@
+"""The ``noisysgd`` command line: ``build_parser()`` and ``main(argv) -> int``.
+
+User mistakes exit with status 2 and one line on stderr naming the flag; they
+never print a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import warnings
+
+from . import __version__
+from .accountant import DEFAULT_ANALYSES, epsilon
+from .analyses import ANALYSES
+from .rdp import CONVERSIONS
+from .run import ADJACENCIES, BATCHING_SCHEMES, Run
+
+__all__ = ["build_parser", "main"]
+
+#: Field names used in error messages → the flag a user typed.
+_FLAGS = {
+    "n": "--n",
+    "batch_size": "--batch-size",
+    "steps": "--steps",
+    "epochs": "--epochs",
+    "learning_rate": "--lr",
+    "noise_multiplier": "--noise-multiplier",
+    "lipschitz": "--lipschitz",
+    "smoothness": "--smoothness",
+    "strong_convexity": "--strong-convexity",
+    "diameter": "--diameter",
+    "batching": "--batching",
+    "adjacency": "--adjacency",
+    "delta": "--delta",
+    "analysis": "--analysis",
+    "analyses": "--analysis",
+    "orders": "--orders",
+    "conversion": "--conversion",
+}
+
+_EPSILON_EXAMPLES = """\
+examples:
+  # DP-SGD on 60,000 examples, Poisson batches of 256, 10 epochs
+  noisysgd epsilon --n 60000 --batch-size 256 --epochs 10 --lr 0.5 \\
+      --noise-multiplier 1.0 --lipschitz 1.0 --batching poisson --delta 1e-5
+
+  # the same under add/remove adjacency, RDP composition only, as JSON
+  noisysgd epsilon --n 60000 --batch-size 256 --epochs 10 --lr 0.5 \\
+      --noise-multiplier 1.0 --lipschitz 1.0 --batching poisson --delta 1e-5 \\
+      --adjacency add-remove --analysis composition --json
+"""
+
+
+class UsageError(Exception):
+    """A mistake in the command line: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage dump
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+def _orders(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers greater than 1, got {text!r}"
+        ) from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers greater than 1, got {text!r}")
+    return values
+
+
+def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True) -> None:
+    g = p.add_argument_group("the run")
+    g.add_argument("--n", type=int, required=True, help="number of training examples")
+    g.add_argument("--batch-size", type=int, help="batch size b (expected size for poisson; n for full)")
+    length = g.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=int, help="number of noisy gradient steps")
+    length.add_argument("--epochs", type=int, help="number of epochs (steps = epochs x steps per epoch)")
+    g.add_argument("--lr", type=float, required=True, help="constant step size (learning rate) eta")
+    if noise:
+        g.add_argument(
+            "--noise-multiplier",
+            type=float,
+            required=True,
+            help="z: noise std z*L/b on the mean gradient (Opacus convention)",
+        )
+    g.add_argument("--lipschitz", type=float, required=True, help="L: per-example gradient norm bound")
+    g.add_argument("--smoothness", type=float, help="M: smoothness of each loss (if known)")
+    g.add_argument("--strong-convexity", type=float, default=0.0, help="m: strong convexity (default 0)")
+    g.add_argument("--diameter", type=float, help="D: diameter of the constraint set (default: none)")
+    g.add_argument("--batching", required=True, choices=BATCHING_SCHEMES, help="how batches are formed")
+    g.add_argument("--adjacency", default="replace", choices=ADJACENCIES, help="default: replace")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="noisysgd",
+        description="Noisy-SGD with hidden-state differential privacy accounting.",
+    )
+    parser.add_argument("--version", action="version", version=f"noisysgd {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    p = sub.add_parser(
+        "epsilon",
+        help="privacy (epsilon) of a Noisy-SGD run under each analysis",
+        description="Report epsilon for delta under each requested analysis, and the best sound one.",
+        epilog=_EPSILON_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_flags(p)
+    p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    p.add_argument(
+        "--analysis",
+        action="append",
+        choices=list(ANALYSES),
+        help=f"analysis to run (repeatable; default: {', '.join(DEFAULT_ANALYSES)})",
+    )
+    p.add_argument("--orders", type=_orders, help="comma-separated Rényi orders (default: a built-in grid)")
+    p.add_argument("--conversion", default="improved", choices=CONVERSIONS, help="RDP to (eps, delta)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.set_defaults(handler=_cmd_epsilon)
+    return parser
+
+
+def _run_from_args(args) -> Run:
+    common = dict(
+        n=args.n,
+        batch_size=args.batch_size,
+        batching=args.batching,
+        learning_rate=args.lr,
+        noise_multiplier=args.noise_multiplier,
+        lipschitz=args.lipschitz,
+        smoothness=args.smoothness,
+        strong_convexity=args.strong_convexity,
+        diameter=args.diameter,
+        adjacency=args.adjacency,
+    )
+    if args.epochs is not None:
+        return Run.from_epochs(epochs=args.epochs, **common)
+    return Run(steps=args.steps, **common)
+
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return f"{value:.{digits}g}" if abs(value) >= 1e4 or abs(value) < 1e-3 else f"{value:.{digits}f}"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _cmd_epsilon(args) -> int:
+    run = _run_from_args(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = epsilon(
+            run, delta=args.delta, analyses=args.analysis, orders=args.orders, conversion=args.conversion
+        )
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"noisysgd: warning: {message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+        return 0
+    r = run
+    print(f"delta = {report.delta:g}, adjacency = {r.adjacency}, conversion = {args.conversion}")
+    print(
+        f"run: n = {r.n}, batch size = {r.batch_size} ({r.batching}, q = {r.sampling_rate:.4g}), "
+        f"{r.steps} steps ({r.epochs:.4g} epochs), z = {r.noise_multiplier:g}, "
+        f"L = {r.lipschitz:g}, lr = {r.learning_rate:g}"
+    )
+    print()
+    rows = [["analysis", "applies", "sound", "epsilon", "order", "note"]]
+    for name, res in report.results.items():
+        note = res.reason or ("" if res.sound else "not sound: excluded from the best bound")
+        rows.append(
+            [
+                name,
+                "yes" if res.applies else "no",
+                "yes" if res.sound else "NO",
+                _fmt(res.epsilon),
+                _fmt(res.order, 3) if res.order is not None else "-",
+                note,
+            ]
+        )
+    print(_table(rows))
+    print()
+    best = report.best
+    if best is None:
+        print("no sound analysis applies to this run")
+    else:
+        print(f"best sound epsilon: {_fmt(best.epsilon)} ({best.analysis})")
+    return 0
+
+
+def _flag_for(message: str) -> str:
+    match = re.match(r"(\w+) must", message)
+    return _FLAGS.get(match.group(1), "") if match else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``noisysgd`` console script; returns the exit status."""
+    parser = build_parser()
+    args = None
+    try:
+        args = parser.parse_args(argv)
+        return args.handler(args)
+    except UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        message = str(exc)
+        flag = _flag_for(message)
+        prefix = f"{flag}: " if flag else ""
+        print(f"noisysgd {getattr(args, 'command', '')}: error: {prefix}{message}".replace("  ", " "), file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help and --version
+        return int(exc.code or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

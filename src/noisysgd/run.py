@@ -1,0 +1,306 @@
+"""The frozen description of a Noisy-SGD run, and the papers' noise conventions.
+
+A run is described once; every analysis is a pure function of this object and
+the trainer executes exactly what it says.
+
+Canonical noise convention (Opacus, TF Privacy, dp_accounting): the *noise
+multiplier* z.  Each step adds Gaussian noise of standard deviation z·L/b to
+the batch-averaged gradient, where L bounds each example's gradient norm and b
+is the batch size (the fixed denominator under Poisson sampling).  A step then
+moves the parameters by −η(g + noise): parameter noise of standard deviation
+η·z·L/b.  The papers' σ conventions are converted at the edges
+(:func:`sigma_from_noise_multiplier`, :func:`noise_multiplier_from_sigma`).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, fields
+
+__all__ = [
+    "BATCHING_SCHEMES",
+    "ADJACENCIES",
+    "NOISE_CONVENTIONS",
+    "Run",
+    "sigma_from_noise_multiplier",
+    "noise_multiplier_from_sigma",
+]
+
+#: ``poisson``: each example independently with probability b/n (the step still
+#: divides by b); ``sample``: a fresh uniform batch of exactly b examples each
+#: step; ``shuffle``: a fresh random permutation each epoch, cut into ⌊n/b⌋
+#: batches (the n mod b leftover examples are not used that epoch);
+#: ``cyclic``: one fixed order, the same every epoch, ⌊n/b⌋ batches;
+#: ``full``: every example every step (b = n).
+BATCHING_SCHEMES = ("poisson", "sample", "shuffle", "cyclic", "full")
+
+#: ``replace``: adjacent datasets differ in one example (gradient sensitivity
+#: 2L; what the papers use).  ``add-remove``: one dataset has one example more
+#: (sensitivity L; the default of Opacus and dp_accounting).
+ADJACENCIES = ("replace", "add-remove")
+
+#: Papers' noise conventions.  ``altschuler-talwar``: ω ← Π[ω − η(G + Z)],
+#: Z ~ N(0, σ²I).  ``ye-shokri`` (also Ryffel et al.): θ ← θ − ηg + √(2ησ²)·N(0, I).
+NOISE_CONVENTIONS = ("altschuler-talwar", "ye-shokri")
+_CONVENTION_ALIASES = {"ryffel": "ye-shokri", "langevin": "ye-shokri"}
+
+
+def _integer(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer >= {minimum}. Found {value!r}.")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer >= {minimum}. Found {value!r}.") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}. Found {value!r}.")
+    return number
+
+
+def _real(name: str, value, *, positive: bool = True, optional: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    kind = "a positive" if positive else "a non-negative"
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{name} must be {kind} finite number. Found {value!r}.")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {kind} finite number. Found {value!r}.") from None
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        raise ValueError(f"{name} must be {kind} finite number. Found {value!r}.")
+    return number
+
+
+def _choice(name: str, value, choices: tuple[str, ...], aliases: dict | None = None) -> str:
+    key = value.strip().lower().replace("_", "-") if isinstance(value, str) else value
+    if aliases and key in aliases:
+        key = aliases[key]
+    if key not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}. Found {value!r}.")
+    return key
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """A Noisy-SGD run, validated at construction and immutable afterwards.
+
+    Parameters
+    ----------
+    n : int
+        Number of training examples, >= 1.
+    batch_size : int or None
+        Batch size b with 1 <= b <= n (the expected batch size under
+        ``poisson``).  For ``full`` it must be n (``None`` means n).
+    batching : {"poisson", "sample", "shuffle", "cyclic", "full"}
+        How batches are formed (see :data:`BATCHING_SCHEMES`).
+    steps : int
+        Number of noisy gradient steps, >= 1.  Use :meth:`from_epochs` to give
+        epochs instead.
+    learning_rate : float
+        Constant step size η > 0.
+    noise_multiplier : float
+        z > 0 in the canonical convention (noise std z·L/b on the mean gradient).
+    lipschitz : float
+        L > 0, a bound on every example's gradient norm (Lipschitz constant or
+        clipping norm).
+    smoothness : float or None
+        M > 0, the smoothness of each example's loss; ``None`` if unknown
+        (analyses that need it will not apply).
+    strong_convexity : float
+        m >= 0 (0 for merely convex losses); at most ``smoothness``.
+    diameter : float or None
+        D > 0, the diameter of the convex constraint set the iterates are
+        projected onto; ``None`` for no constraint.
+    adjacency : {"replace", "add-remove"}
+        Notion of neighbouring datasets.
+
+    Examples
+    --------
+    >>> run = Run.from_epochs(epochs=2, n=1000, batch_size=100, batching="shuffle",
+    ...                       learning_rate=0.1, noise_multiplier=1.0, lipschitz=1.0)
+    >>> run.steps, run.steps_per_epoch, run.sampling_rate
+    (20, 10, 0.1)
+    >>> Run(n=10, batch_size=20, batching="sample", steps=1, learning_rate=0.1,
+    ...     noise_multiplier=1.0, lipschitz=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_size must be at most n (10). Found 20.
+    """
+
+    n: int
+    batch_size: int | None
+    batching: str
+    steps: int
+    learning_rate: float
+    noise_multiplier: float
+    lipschitz: float
+    smoothness: float | None = None
+    strong_convexity: float = 0.0
+    diameter: float | None = None
+    adjacency: str = "replace"
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        n = _integer("n", self.n)
+        batching = _choice("batching", self.batching, BATCHING_SCHEMES)
+        if batching == "full" and self.batch_size is None:
+            b = n
+        else:
+            b = _integer("batch_size", self.batch_size)
+        if b > n:
+            raise ValueError(f"batch_size must be at most n ({n}). Found {self.batch_size!r}.")
+        if batching == "full" and b != n:
+            raise ValueError(
+                f"batch_size must equal n ({n}) for batching='full'. Found {self.batch_size!r}."
+            )
+        set_("n", n)
+        set_("batch_size", b)
+        set_("batching", batching)
+        set_("steps", _integer("steps", self.steps))
+        set_("learning_rate", _real("learning_rate", self.learning_rate))
+        set_("noise_multiplier", _real("noise_multiplier", self.noise_multiplier))
+        set_("lipschitz", _real("lipschitz", self.lipschitz))
+        set_("smoothness", _real("smoothness", self.smoothness, optional=True))
+        m = _real("strong_convexity", self.strong_convexity, positive=False)
+        if self.smoothness is not None and m > self.smoothness:
+            raise ValueError(
+                f"strong_convexity must be at most smoothness ({self.smoothness!r}). Found {m!r}."
+            )
+        set_("strong_convexity", m)
+        set_("diameter", _real("diameter", self.diameter, optional=True))
+        set_("adjacency", _choice("adjacency", self.adjacency, ADJACENCIES))
+
+    @classmethod
+    def from_epochs(cls, *, epochs: int, **kwargs) -> "Run":
+        """Build a run of ``epochs`` epochs of :attr:`steps_per_epoch` steps each."""
+        e = _integer("epochs", epochs)
+        probe = cls(steps=1, **kwargs)
+        return cls(steps=e * probe.steps_per_epoch, **kwargs)
+
+    # ------------------------------------------------------------------ derived
+
+    @property
+    def sampling_rate(self) -> float:
+        """q = b/n: the probability that a given example is in a given batch."""
+        return self.batch_size / self.n
+
+    @property
+    def batches_per_epoch(self) -> int:
+        """Batches that one pass over the data is cut into (⌊n/b⌋ for shuffle/cyclic)."""
+        if self.batching == "full":
+            return 1
+        if self.batching in ("shuffle", "cyclic"):
+            return self.n // self.batch_size
+        return math.ceil(self.n / self.batch_size)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Steps in one epoch: ⌈n/b⌉ for poisson/sample (as Opacus), ⌊n/b⌋ for
+        shuffle/cyclic (the n mod b leftover examples are dropped), 1 for full."""
+        return self.batches_per_epoch
+
+    @property
+    def epochs(self) -> float:
+        """steps / steps_per_epoch (may be fractional)."""
+        return self.steps / self.steps_per_epoch
+
+    @property
+    def epochs_touched(self) -> int:
+        """Worst-case number of steps that use any single example under
+        shuffle/cyclic/full: every (possibly partial) epoch uses it at most once."""
+        return math.ceil(self.steps / self.steps_per_epoch)
+
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of the *sum* of per-example gradients: 2L (replace) or L (add-remove)."""
+        return (2.0 if self.adjacency == "replace" else 1.0) * self.lipschitz
+
+    @property
+    def noise_to_sensitivity(self) -> float:
+        """Noise std on the gradient sum divided by its sensitivity: z/2 (replace) or z."""
+        return self.noise_multiplier * self.lipschitz / self.sensitivity
+
+    def sigma(self, convention: str) -> float:
+        """The noise level σ of this run in a paper's convention."""
+        return sigma_from_noise_multiplier(
+            self.noise_multiplier,
+            convention=convention,
+            lipschitz=self.lipschitz,
+            batch_size=self.batch_size,
+            learning_rate=self.learning_rate,
+        )
+
+    def replace(self, **changes) -> "Run":
+        """A copy with some fields changed (validated again)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return type(self)(**values)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready description, derived quantities included."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["sampling_rate"] = self.sampling_rate
+        out["steps_per_epoch"] = self.steps_per_epoch
+        out["epochs"] = self.epochs
+        return out
+
+
+def _convention(convention: str) -> str:
+    return _choice("convention", convention, NOISE_CONVENTIONS, _CONVENTION_ALIASES)
+
+
+def sigma_from_noise_multiplier(
+    noise_multiplier: float,
+    *,
+    convention: str,
+    lipschitz: float,
+    batch_size: int,
+    learning_rate: float | None = None,
+) -> float:
+    """σ of a paper's convention for a canonical noise multiplier z.
+
+    ``altschuler-talwar``: the step is −η(G + Z), Z ~ N(0, σ²I); matching
+    η·z·L/b gives σ = z·L/b.
+
+    ``ye-shokri`` (and Ryffel et al.): the step adds √(2ησ²)·N(0, I); matching
+    √(2η)·σ = η·z·L/b gives σ = z·L·√(η/2)/b (needs ``learning_rate``).
+
+    >>> sigma_from_noise_multiplier(2.0, convention="altschuler-talwar", lipschitz=1.0, batch_size=4)
+    0.5
+    >>> sigma_from_noise_multiplier(2.0, convention="ye-shokri", lipschitz=1.0, batch_size=1,
+    ...                             learning_rate=0.5)
+    1.0
+    """
+    z = _real("noise_multiplier", noise_multiplier)
+    return z * _sigma_per_unit_z(convention, lipschitz, batch_size, learning_rate)
+
+
+def noise_multiplier_from_sigma(
+    sigma: float,
+    *,
+    convention: str,
+    lipschitz: float,
+    batch_size: int,
+    learning_rate: float | None = None,
+) -> float:
+    """Canonical noise multiplier z for a paper's σ; inverse of :func:`sigma_from_noise_multiplier`.
+
+    >>> noise_multiplier_from_sigma(0.5, convention="altschuler-talwar", lipschitz=1.0, batch_size=4)
+    2.0
+    """
+    s = _real("sigma", sigma)
+    return s / _sigma_per_unit_z(convention, lipschitz, batch_size, learning_rate)
+
+
+def _sigma_per_unit_z(convention, lipschitz, batch_size, learning_rate) -> float:
+    conv = _convention(convention)
+    L = _real("lipschitz", lipschitz)
+    b = _integer("batch_size", batch_size)
+    if conv == "altschuler-talwar":
+        return L / b
+    if learning_rate is None:
+        raise ValueError(f"learning_rate is required for convention {conv!r}. Found None.")
+    eta = _real("learning_rate", learning_rate)
+    return L * math.sqrt(eta / 2.0) / b
