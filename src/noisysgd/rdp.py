@@ -173,7 +173,7 @@ def sampled_gaussian_rdp(orders, q, sigma) -> np.ndarray:
     >>> float(sampled_gaussian_rdp([4.0], 1.0, 2.0)[0])
     0.5
     >>> round(float(sampled_gaussian_rdp([2.0], 0.5, 1.0)[0]), 12)  # log(1 + q²(e−1))
-    0.361929414165
+    0.357374019509
     """
     alpha = validate_orders(orders)
     p = _check_q(q)
@@ -351,7 +351,7 @@ def epsilon_from_rdp(orders, rdp, delta: float, *, conversion: str = "improved")
     Warns with :class:`OrderGridWarning` when the optimal order is the smallest
     or largest of the grid (a wider grid might give a smaller ε).
 
-    >>> c = epsilon_from_rdp([2.0, 4.0, 8.0], [0.1, 0.2, 0.4], 1e-5, conversion="classic")
+    >>> c = epsilon_from_rdp([2.0, 4.0, 8.0], [0.1, 0.2, 4.0], 1e-5, conversion="classic")
     >>> round(c.epsilon, 6), c.order
     (4.037504, 4.0)
     """

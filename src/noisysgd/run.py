@@ -176,6 +176,8 @@ class Run:
     def from_epochs(cls, *, epochs: int, **kwargs) -> "Run":
         """Build a run of ``epochs`` epochs of :attr:`steps_per_epoch` steps each."""
         e = _integer("epochs", epochs)
+        if "steps" in kwargs:
+            raise ValueError(f"steps must not be given with epochs. Found steps={kwargs['steps']!r}.")
         probe = cls(steps=1, **kwargs)
         return cls(steps=e * probe.steps_per_epoch, **kwargs)
 

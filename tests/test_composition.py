@@ -1,0 +1,182 @@
+"""The composition baseline against dp_accounting (RDP and PLD) and the exact Gaussian tradeoff."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+import noisysgd
+from noisysgd import Run
+from noisysgd.analyses import ANALYSES, get_analysis
+from noisysgd.rdp import OrderGridWarning
+
+INT_ORDERS = list(range(2, 65)) + [80, 128, 256, 512]
+
+
+def run_(**kw):
+    base = dict(n=60000, batch_size=240, batching="poisson", steps=10000, learning_rate=0.1,
+                noise_multiplier=1.1, lipschitz=1.0, adjacency="add-remove")
+    return Run(**(base | kw))
+
+
+def dpa_rdp_epsilon(event, delta, orders=INT_ORDERS):
+    import dp_accounting
+
+    acc = dp_accounting.rdp.RdpAccountant(orders)
+    acc.compose(event)
+    return acc.get_epsilon_and_optimal_order(delta)
+
+
+def dpa_pld_epsilon(event, delta):
+    import dp_accounting
+
+    acc = dp_accounting.pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    acc.compose(event)
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("q,z,steps", [(0.004, 1.1, 10000), (0.01, 0.8, 3000), (0.1, 4.0, 500), (1e-4, 0.6, 10**6)])
+@pytest.mark.parametrize("adjacency", ["add-remove", "replace"])
+def test_poisson_composition_matches_dp_accounting_rdp(q, z, steps, adjacency):
+    import dp_accounting
+
+    n = 100_000
+    run = run_(n=n, batch_size=int(q * n), steps=steps, noise_multiplier=z, adjacency=adjacency)
+    # Under replace, one step is the add/remove sampled Gaussian with sensitivity 2L (A&T (1.1)).
+    sigma = z if adjacency == "add-remove" else z / 2
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OrderGridWarning)
+        ours = noisysgd.epsilon(run, delta=1e-5, analyses=["composition"], orders=INT_ORDERS)
+    ref_eps, ref_order = dpa_rdp_epsilon(event, 1e-5)
+    assert ours.epsilon == pytest.approx(ref_eps, rel=1e-9)
+    assert ours.best.order == ref_order
+
+
+def test_sample_is_accounted_like_poisson():
+    kw = dict(steps=2000, noise_multiplier=0.9)
+    a = noisysgd.epsilon(run_(batching="sample", **kw), delta=1e-6, analyses=["composition"])
+    b = noisysgd.epsilon(run_(batching="poisson", **kw), delta=1e-6, analyses=["composition"])
+    assert a.epsilon == b.epsilon
+
+
+@pytest.mark.parametrize("batching", ["shuffle", "cyclic"])
+def test_shuffled_batches_get_no_amplification(batching):
+    # n = 1000, b = 300: 3 batches per epoch; 10 steps touch an example at most 4 times.
+    run = run_(n=1000, batch_size=300, batching=batching, steps=10, noise_multiplier=2.0, adjacency="replace")
+    orders = np.array([2.0, 3.5, 8.0])
+    rdp = get_analysis("composition").rdp(run, orders)
+    # 4 Gaussian mechanisms with noise/sensitivity z/2 = 1: 4·α/(2·1²)
+    np.testing.assert_allclose(rdp, 4 * orders / 2, rtol=1e-15)
+    # One epoch with q = 1%: shuffling is one Gaussian mechanism (RDP α/2 at z/2 = 1);
+    # Poisson sampling would be 100 sampled Gaussians, 100·log(1 + q²(e − 1)) at α = 2.
+    epoch = run.replace(n=10_000, batch_size=100, steps=100)
+    shuffled = get_analysis("composition").rdp(epoch, [2.0])[0]
+    poisson = get_analysis("composition").rdp(epoch.replace(batching="poisson"), [2.0])[0]
+    assert shuffled == pytest.approx(1.0, rel=1e-15)
+    assert poisson == pytest.approx(100 * math.log1p(1e-4 * math.expm1(1.0)), rel=1e-12)
+
+
+def test_full_batch_is_one_gaussian_per_step():
+    run = run_(n=500, batch_size=500, batching="full", steps=7, noise_multiplier=3.0, adjacency="replace")
+    orders = np.array([2.0, 10.0])
+    np.testing.assert_allclose(get_analysis("composition").rdp(run, orders), 7 * orders * 4 / (2 * 9), rtol=1e-15)
+
+
+def exact_gaussian_epsilon(mu, delta):
+    """ε of μ-GDP at δ, from the exact tradeoff (Balle & Wang 2018; Dong, Roth & Su 2019)."""
+    d = lambda e: norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) - delta  # noqa: E731
+    return brentq(d, 0.0, 500.0, xtol=1e-12) if d(0.0) > 0 else 0.0
+
+
+@pytest.mark.parametrize("batching,epochs", [("shuffle", 40), ("cyclic", 5), ("full", 200)])
+@pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
+def test_pld_of_gaussian_compositions_is_tight_and_above_the_exact_value(batching, epochs, adjacency):
+    n, b = (1000, 1000) if batching == "full" else (1000, 100)
+    run = Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching=batching, learning_rate=0.1,
+                          noise_multiplier=8.0, lipschitz=1.0, adjacency=adjacency)
+    sigma = 8.0 / (2 if adjacency == "replace" else 1)
+    mu = math.sqrt(epochs) / sigma
+    exact = exact_gaussian_epsilon(mu, 1e-5)
+    report = noisysgd.epsilon(run, delta=1e-5)
+    pld = report.results["composition-pld"].epsilon
+    rdp = report.results["composition"].epsilon
+    assert exact - 1e-9 <= pld <= exact + 2e-3  # pessimistic discretisation, 1e-4 grid
+    assert rdp >= exact
+
+
+@pytest.mark.parametrize("adjacency", ["add-remove", "replace"])
+def test_pld_is_dp_accounting_pld(adjacency):
+    import dp_accounting
+
+    run = run_(steps=3000, noise_multiplier=1.0, adjacency=adjacency)
+    sigma = 1.0 if adjacency == "add-remove" else 0.5
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(0.004, dp_accounting.GaussianDpEvent(sigma)), 3000
+    )
+    ours = noisysgd.epsilon(run, delta=1e-5, analyses=["composition-pld"]).epsilon
+    assert ours == dpa_pld_epsilon(event, 1e-5)
+    rdp = noisysgd.epsilon(run, delta=1e-5, analyses=["composition"]).epsilon
+    assert 0.75 * rdp < ours < rdp  # PLD is tighter than RDP, by 5–25% here
+
+
+def test_replace_costs_like_add_remove_with_half_the_noise():
+    a = noisysgd.epsilon(run_(steps=500, noise_multiplier=2.0, adjacency="replace"), delta=1e-5)
+    b = noisysgd.epsilon(run_(steps=500, noise_multiplier=1.0, adjacency="add-remove"), delta=1e-5)
+    for name in ANALYSES:
+        assert a.results[name].epsilon == b.results[name].epsilon
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    steps=st.tuples(st.integers(1, 20000), st.integers(1, 20000)),
+    b=st.tuples(st.integers(1, 2000), st.integers(1, 2000)),
+    z=st.tuples(st.floats(0.3, 20.0), st.floats(0.3, 20.0)),
+)
+def test_epsilon_is_monotone_in_steps_rate_and_noise(steps, b, z):
+    (t_lo, t_hi), (b_lo, b_hi), (z_lo, z_hi) = sorted(steps), sorted(b), sorted(z)
+    composition = get_analysis("composition")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OrderGridWarning)
+        eps = lambda **kw: composition.evaluate(  # noqa: E731
+            run_(n=10_000, **({"steps": t_lo, "batch_size": b_lo, "noise_multiplier": z_hi} | kw)), delta=1e-5
+        ).epsilon
+        base = eps()
+        tol = 1e-9 * base
+        assert eps(steps=t_hi) >= base - tol
+        assert eps(batch_size=b_hi) >= base - tol
+        assert eps(noise_multiplier=z_lo) >= base - tol
+
+
+def test_report_json_shape():
+    report = noisysgd.epsilon(run_(steps=100), delta=1e-5, orders=[2, 4, 8, 16, 32, 64])
+    d = report.to_dict()
+    assert d["delta"] == 1e-5 and d["adjacency"] == "add-remove"
+    assert d["epsilon"] == min(r["epsilon"] for r in d["analyses"].values())
+    comp = d["analyses"]["composition"]
+    assert set(comp["rdp"]) == {"2", "4", "8", "16", "32", "64"}
+    assert comp["applies"] and comp["sound"] and comp["reason"] is None
+    assert d["analyses"]["composition-pld"]["rdp"] is None
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(delta=0.0), r"delta must be in \(0, 1\). Found 0.0"),
+        (dict(delta=float("nan")), r"delta must be in \(0, 1\). Found nan"),
+        (dict(delta=1e-5, analyses=["magic"]), r"analysis must be one of composition, composition-pld. Found 'magic'"),
+        (dict(delta=1e-5, analyses=[]), r"analyses must name at least one analysis"),
+        (dict(delta=1e-5, orders=[0.5]), r"orders must be finite and greater than 1. Found 0.5"),
+        (dict(delta=1e-5, conversion="loose"), r"conversion must be one of classic, improved. Found 'loose'"),
+    ],
+)
+def test_accountant_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        noisysgd.epsilon(run_(steps=10), **kwargs)
