@@ -209,6 +209,7 @@ def test_edge_of_grid_warns():
         (lambda: validate_orders([2, 1.0]), "greater than 1. Found 1.0"),
         (lambda: validate_orders([2, float("nan")]), "finite and greater than 1"),
         (lambda: validate_orders([]), "non-empty"),
+        (lambda: validate_orders([2, 1e7]), r"orders must be at most 1e\+06. Found 10000000.0"),
         (lambda: sampled_gaussian_rdp([2], 1.5, 1.0), r"q must be in \[0, 1\]. Found 1.5"),
         (lambda: sampled_gaussian_rdp([2], float("nan"), 1.0), "q must be in"),
         (lambda: sampled_gaussian_rdp([2], 0.1, 0.0), "sigma must be a positive finite number. Found 0.0"),

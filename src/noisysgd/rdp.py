@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(float).eps)
+#: Largest Rényi order accepted (the exact integer sum costs O(α) memory).
+MAX_ORDER = 1e6
 #: Relative accuracy the fractional-order series is summed to.
 _SERIES_RTOL = 1e-12
 #: Total number of series terms after which a fractional order falls back to
@@ -103,7 +105,7 @@ DEFAULT_ORDERS: np.ndarray = _default_orders()
 def validate_orders(orders) -> np.ndarray:
     """Return ``orders`` as a 1-D float array, or raise ``ValueError``.
 
-    Orders must be finite and strictly greater than 1.
+    Orders must be finite, strictly greater than 1 and at most :data:`MAX_ORDER`.
     """
     try:
         arr = np.asarray(orders, dtype=float)
@@ -118,6 +120,8 @@ def validate_orders(orders) -> np.ndarray:
         raise ValueError(
             f"orders must be finite and greater than 1. Found {float(arr[bad][0])!r} in orders."
         )
+    if (arr > MAX_ORDER).any():
+        raise ValueError(f"orders must be at most {MAX_ORDER:g}. Found {float(arr.max())!r} in orders.")
     return arr
 
 
