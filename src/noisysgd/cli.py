@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         message = str(exc)
         flag = _flag_for(message)
         prefix = f"{flag}: " if flag else ""
-        print(f"noisysgd {getattr(args, 'command', '')}: error: {prefix}{message}".replace("  ", " "), file=sys.stderr)
+        prog = " ".join(filter(None, ["noisysgd", getattr(args, "command", None)]))
+        print(f"{prog}: error: {prefix}{message}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
