@@ -66,6 +66,10 @@ MP_POINTS = [
     (2.5, 1e-5, 0.3),
     (256, 0.001, 100.0),
     (1000, 0.001, 100.0),
+    # large fractional order, small q: once 2e-9 low when the float error of
+    # log C(α,k) was under-estimated (found by review against the mpmath series)
+    (159.52204906002208, 0.0030801114922630324, 72.34022060371446),
+    (166.49489997274804, 0.0016471010887990805, 20.92928718234974),
 ]
 
 
@@ -214,6 +218,7 @@ def test_edge_of_grid_warns():
         (lambda: sampled_gaussian_rdp([2], float("nan"), 1.0), "q must be in"),
         (lambda: sampled_gaussian_rdp([2], 0.1, 0.0), "sigma must be a positive finite number. Found 0.0"),
         (lambda: gaussian_rdp([2], -1), "sigma must be a positive finite number. Found -1"),
+        (lambda: sampled_gaussian_rdp([2.5], 0.1, 1e200), r"sigma must be at most 1e100. Found 1e\+200"),
         (lambda: epsilon_from_rdp([2], [1.0], 1.0), r"delta must be in \(0, 1\). Found 1.0"),
         (lambda: epsilon_from_rdp([2], [1.0], 0.0), r"delta must be in \(0, 1\)"),
         (lambda: epsilon_from_rdp([2], [-1.0], 0.1), "non-negative"),
