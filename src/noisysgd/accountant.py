@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import __version__
 from .analyses import AnalysisResult, get_analysis
-from .rdp import CONVERSIONS, validate_orders
+from .rdp import CONVERSIONS, validate_delta, validate_orders
 from .run import Run
 
 __all__ = ["DEFAULT_ANALYSES", "EpsilonReport", "epsilon"]
@@ -88,7 +88,7 @@ def epsilon(
     """
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
-    d = _check_delta(delta)
+    d = validate_delta(delta)
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     alpha = None if orders is None else validate_orders(orders)

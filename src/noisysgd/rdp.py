@@ -63,6 +63,7 @@ __all__ = [
     "EpsilonConversion",
     "CONVERSIONS",
     "validate_orders",
+    "validate_delta",
     "gaussian_rdp",
     "sampled_gaussian_rdp",
     "epsilon_from_rdp",
@@ -369,6 +370,17 @@ def _rdp_frac(alpha: np.ndarray, q: float, sigma: float):
 CONVERSIONS = ("classic", "improved")
 
 
+def validate_delta(delta) -> float:
+    """Return ``delta`` as a float in (0, 1), or raise ``ValueError`` naming it."""
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise ValueError(f"delta must be in (0, 1). Found {delta!r}.") from None
+    if not (0.0 < d < 1.0):  # also rejects NaN
+        raise ValueError(f"delta must be in (0, 1). Found {delta!r}.")
+    return d
+
+
 @dataclass(frozen=True)
 class EpsilonConversion:
     """ε for a given δ from an RDP curve, with the order that achieved it."""
@@ -404,9 +416,7 @@ def epsilon_from_rdp(orders, rdp, delta: float, *, conversion: str = "improved")
         raise ValueError(f"rdp must have one value per order ({alpha.size}). Found {rdp!r}.")
     if np.isnan(values).any() or (values < 0).any():
         raise ValueError(f"rdp values must be non-negative numbers. Found {values.tolist()!r}.")
-    d = float(delta)
-    if not (0.0 < d < 1.0):
-        raise ValueError(f"delta must be in (0, 1). Found {delta!r}.")
+    d = validate_delta(delta)
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     with np.errstate(invalid="ignore"):
