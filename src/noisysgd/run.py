@@ -189,19 +189,14 @@ class Run:
         return self.batch_size / self.n
 
     @property
-    def batches_per_epoch(self) -> int:
-        """Batches that one pass over the data is cut into (⌊n/b⌋ for shuffle/cyclic)."""
+    def steps_per_epoch(self) -> int:
+        """Steps in one epoch: ⌈n/b⌉ for poisson/sample (as Opacus), ⌊n/b⌋ for
+        shuffle/cyclic (the n mod b leftover examples are dropped), 1 for full."""
         if self.batching == "full":
             return 1
         if self.batching in ("shuffle", "cyclic"):
             return self.n // self.batch_size
         return math.ceil(self.n / self.batch_size)
-
-    @property
-    def steps_per_epoch(self) -> int:
-        """Steps in one epoch: ⌈n/b⌉ for poisson/sample (as Opacus), ⌊n/b⌋ for
-        shuffle/cyclic (the n mod b leftover examples are dropped), 1 for full."""
-        return self.batches_per_epoch
 
     @property
     def epochs(self) -> float:

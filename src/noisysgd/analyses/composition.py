@@ -53,9 +53,8 @@ def _mechanism(run: Run) -> tuple[str, int, float, float]:
         if run.batch_size == run.n:
             return "gaussian", run.steps, 1.0, sigma
         return "sampled-gaussian", run.steps, run.sampling_rate, sigma
-    if run.batching in ("shuffle", "cyclic"):
-        return "gaussian", run.epochs_touched, 1.0, sigma
-    return "gaussian", run.steps, 1.0, sigma
+    # shuffle/cyclic: once per (possibly partial) epoch; full: every step (1 step per epoch).
+    return "gaussian", run.epochs_touched, 1.0, sigma
 
 
 def _details(run: Run) -> dict:
