@@ -33,6 +33,7 @@ _FLAGS = {
     "smoothness": "--smoothness",
     "strong_convexity": "--strong-convexity",
     "diameter": "--diameter",
+    "convex": "--convex",
     "batching": "--batching",
     "adjacency": "--adjacency",
     "delta": "--delta",
@@ -47,6 +48,11 @@ examples:
   # DP-SGD on 60,000 examples, Poisson batches of 256, 10 epochs
   noisysgd epsilon --n 60000 --batch-size 256 --epochs 10 --lr 0.5 \\
       --noise-multiplier 1.0 --lipschitz 1.0 --batching poisson --delta 1e-5
+
+  # hidden state: convex 1-smooth losses on a ball of diameter 10, fixed-size batches
+  noisysgd epsilon --n 60000 --batch-size 256 --epochs 500 --lr 0.5 \
+      --noise-multiplier 1.0 --lipschitz 1.0 --smoothness 1.0 --diameter 10 --convex \
+      --batching sample --delta 1e-5 --analysis altschuler-talwar --analysis composition
 
   # the same under add/remove adjacency, RDP composition only, as JSON
   noisysgd epsilon --n 60000 --batch-size 256 --epochs 10 --lr 0.5 \\
@@ -95,6 +101,11 @@ def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True) -> None:
     g.add_argument("--smoothness", type=float, help="M: smoothness of each loss (if known)")
     g.add_argument("--strong-convexity", type=float, default=0.0, help="m: strong convexity (default 0)")
     g.add_argument("--diameter", type=float, help="D: diameter of the constraint set (default: none)")
+    g.add_argument(
+        "--convex",
+        action="store_true",
+        help="every example's loss is convex (needed by the hidden-state analyses; implied by m > 0)",
+    )
     g.add_argument("--batching", required=True, choices=BATCHING_SCHEMES, help="how batches are formed")
     g.add_argument("--adjacency", default="replace", choices=ADJACENCIES, help="default: replace")
 
@@ -140,6 +151,7 @@ def _run_from_args(args) -> Run:
         smoothness=args.smoothness,
         strong_convexity=args.strong_convexity,
         diameter=args.diameter,
+        convex=args.convex,
         adjacency=args.adjacency,
     )
     if args.epochs is not None:

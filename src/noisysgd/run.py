@@ -113,6 +113,10 @@ class Run:
     diameter : float or None
         D > 0, the diameter of the convex constraint set the iterates are
         projected onto; ``None`` for no constraint.
+    convex : bool
+        Whether every example's loss is convex (default ``False``).  Every
+        hidden-state analysis needs it; the composition baseline does not.
+        ``strong_convexity > 0`` implies it.
     adjacency : {"replace", "add-remove"}
         Notion of neighbouring datasets.
 
@@ -139,6 +143,7 @@ class Run:
     smoothness: float | None = None
     strong_convexity: float = 0.0
     diameter: float | None = None
+    convex: bool = False
     adjacency: str = "replace"
 
     def __post_init__(self) -> None:
@@ -169,6 +174,9 @@ class Run:
                 f"strong_convexity must be at most smoothness ({self.smoothness!r}). Found {m!r}."
             )
         set_("strong_convexity", m)
+        if not isinstance(self.convex, bool):
+            raise ValueError(f"convex must be True or False. Found {self.convex!r}.")
+        set_("convex", self.convex or m > 0)
         set_("diameter", _real("diameter", self.diameter, optional=True))
         set_("adjacency", _choice("adjacency", self.adjacency, ADJACENCIES))
 

@@ -61,6 +61,19 @@ def _order_key(order: float) -> str:
     return format(float(order), ".12g")
 
 
+def _plain(value):
+    """A numpy scalar as a plain JSON-ready Python value (non-finite → None)."""
+    if isinstance(value, (str, type(None))):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (np.str_,)):
+        return str(value)
+    return _finite(value)
+
+
 def _finite(value):
     if value is None:
         return None
@@ -111,17 +124,27 @@ class RDPAnalysis(Analysis):
         """RDP of the released final model at each order (the run must apply)."""
 
     def details(self, run: Run) -> dict:
-        """Extra quantities worth reporting (optimal splits, burn-in, ...)."""
+        """Extra quantities worth reporting (burn-in, mechanism, ...)."""
         return {}
+
+    def rdp_with_details(self, run: Run, orders) -> tuple[np.ndarray, dict | None]:
+        """The RDP curve and, optionally, per-order quantities (arrays of the
+        curve's length, e.g. the optimal noise split at each order); the
+        report shows them at the order that gives the smallest ε."""
+        return self.rdp(run, orders), None
 
     def _evaluate(self, run, *, delta, orders, conversion):
         alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
-        curve = self.rdp(run, alpha)
+        curve, per_order = self.rdp_with_details(run, alpha)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", OrderGridWarning)
             conv = epsilon_from_rdp(alpha, curve, delta, conversion=conversion)
         for w in caught:  # re-emit, and keep the text for the report
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        details = self.details(run)
+        if per_order and conv.order is not None:
+            i = int(np.flatnonzero(alpha == conv.order)[0])
+            details["at_optimal_order"] = {k: _plain(v[i]) for k, v in per_order.items()}
         return AnalysisResult(
             self.name,
             True,
@@ -134,6 +157,6 @@ class RDPAnalysis(Analysis):
             rdp=curve,
             conversion=conversion,
             citation=self.citation,
-            details=self.details(run),
+            details=details,
             warnings=tuple(str(w.message) for w in caught),
         )

@@ -1,0 +1,506 @@
+"""Altschuler & Talwar: convergent privacy of Noisy-SGD on a bounded convex domain.
+
+J. M. Altschuler and K. Talwar, *Privacy of Noisy Stochastic Gradient Descent:
+More Iterations without More Privacy Loss* (NeurIPS 2022; journal version,
+``shared/papers/004``).  Equation numbers below are the journal version's.
+
+Their algorithm, in their noise convention: ω ← Π_K[ω − η(G + Z)], with G the
+batch gradient averaged over the fixed denominator b and Z ~ N(0, σ²I).  In
+this library's convention σ = z·L/b (:mod:`noisysgd.run`).  When only the
+final iterate is released, the Rényi divergence stops growing once T passes
+a burn-in T̄ ≈ Dn/(Lη) (Theorem 3.1).  What is implemented, per batching:
+
+``poisson``, ``sample`` — bound (B.2) for convex losses, (B.3) for
+    m-strongly convex ones:  min{ T·S_α(b/n, bσ/2L),
+    min_{σ₁²+σ₂²=σ²} min_{T̃∈{1..T−1}} T̃·S_α(b/n, bσ₂/2L) + α D² φ(T̃) / (2η²σ₁²) },
+    with φ(T̃) = 1/T̃ (convex, Step 4 of the proof of Theorem 3.1) or
+    φ(T̃) = (1−c²)/(c^{−2T̃}−1) (strongly convex, footnote 15 and (B.3)),
+    c = max(|1−ηm|, |1−ηM|) (Lemma 5.5).  The split is optimised numerically
+    (a grid in logit(σ₂²/σ²), then golden-section refinement of the best
+    bracket; every evaluated split is a valid bound, so the minimum over them
+    is one); T̃ in closed form (the objective is convex in T̃; floor/ceiling of
+    the continuous optimum).  The cost does not depend on T.
+``full`` — the smaller of (B.1), with D̃ = D + 2ηL/n, and (B.2)/(B.3) with
+    b = n (q = 1: the sampled Gaussian is the Gaussian mechanism; the proof
+    of Theorem 3.1 goes through with P[i* ∈ B] = 1).
+``cyclic``, ``shuffle`` — Theorem 5.8 in its non-asymptotic form (5.6):
+    α/(2η²σ²)·Σ_{t>τ} a_t², minimised over τ and over *all* admissible
+    shifts a_t (the paper's a_t is one admissible choice, so the optimum is
+    never larger).  The optimum over a_t under the constraints of
+    Proposition 3.2 is the greatest convex minorant of the shift budget; we
+    take it for the worst case over *where in each epoch* the differing
+    example is used (the latest position, which lowers the budget pointwise),
+    which covers every fixed order (``cyclic``, any position) and therefore
+    every shuffled order too: a shuffled run is a mixture of fixed-order runs
+    and the Rényi divergence is jointly quasi-convex (Lemma 2.6).  τ = 0 gives
+    the classical PABI bound (5.4) (shift 0 at the common initialisation).
+    The n mod b examples left over by ``⌊n/b⌋`` batches per epoch are never
+    used (footnote 3 of Ye & Shokri; the trainer drops them).
+
+Strong convexity is used only where the contraction holds almost surely with
+the same c at every step: fixed-size batches (``sample``, ``full``).  Under
+``poisson`` an empty batch makes the step the identity (c = 1), and under
+``cyclic``/``shuffle`` the paper gives no strongly convex variant; there the
+convex bound is used (valid, since a c-contraction is a contraction).
+
+Adjacency (Remark B.2): ``replace`` uses the gradient sensitivity 2L.
+``add-remove`` halves it to L under ``poisson`` (inclusion is independent and
+the step divides by the fixed b).  Under ``sample`` the larger dataset's
+batch either misses the extra example (then it is distributed as the other
+dataset's batch) or contains it together with b−1 others, which is coupled to
+the other batch plus one more uniformly chosen example: a *replacement* in the
+batch, sensitivity 2L, with probability b/(n+1) ≤ b/n — so 2L is kept.  Under
+``shuffle``, ``cyclic`` and ``full`` adding an example changes the partition
+into batches (or the denominator n), which no analysis here covers: the
+analysis refuses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from ..rdp import sampled_gaussian_rdp, sampled_gaussian_rdp_pairs, validate_orders
+from ..run import Run
+from .base import RDPAnalysis
+
+__all__ = [
+    "AltschulerTalwar",
+    "contraction",
+    "split_bound",
+    "cyclic_shift_cost",
+    "lower_bound_rdp",
+    "LOWER_BOUND_ORDER",
+]
+
+_CITATION = (
+    "Altschuler & Talwar, Privacy of Noisy Stochastic Gradient Descent: More Iterations "
+    "without More Privacy Loss (NeurIPS 2022), Theorems 3.1, 5.1, 5.8 and Appendix B "
+    "(B.1)-(B.3), Remark B.2"
+)
+
+#: Grid in x = logit(σ₂²/σ²) searched before the golden-section refinement.
+_SPLIT_GRID = np.linspace(-12.0, 12.0, 49)
+_GOLDEN_ITERATIONS = 48
+_INVPHI = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+# --------------------------------------------------------------------------- pure math
+
+
+def contraction(learning_rate: float, strong_convexity: float, smoothness: float) -> float:
+    """c = max(|1 − ηm|, |1 − ηM|), the contraction factor of a gradient step on
+    an m-strongly convex, M-smooth function (Lemma 5.5); 1 when m = 0 and
+    η ≤ 2/M (Lemma 2.1: a plain contraction).  Values ≥ 1 are returned as 1.
+
+    >>> contraction(0.5, 1.0, 2.0)
+    0.5
+    >>> contraction(1.0, 0.0, 1.0)
+    1.0
+    """
+    eta, m, M = float(learning_rate), float(strong_convexity), float(smoothness)
+    c = max(abs(1.0 - eta * m), abs(1.0 - eta * M))
+    return min(c, 1.0)
+
+
+def _log_contraction(learning_rate: float, strong_convexity: float, smoothness: float) -> float:
+    """log c computed without cancellation (log1p for c = 1 − ηm close to 1)."""
+    eta, m, M = float(learning_rate), float(strong_convexity), float(smoothness)
+    c = contraction(eta, m, M)
+    if c >= 1.0 or m == 0.0:
+        return 0.0
+    if c == 0.0:
+        return -math.inf
+    if c == abs(1.0 - eta * m) and eta * m < 1.0:
+        return math.log1p(-eta * m)
+    return math.log(c)
+
+
+def _pabi_weight(window, log_c: float):
+    """φ(T̃): the shift cost Σ a_t² for a distance of 1 spread over T̃ steps.
+
+    Convex (log c = 0): 1/T̃ (a_t = 1/T̃, Step 3b of Theorem 3.1).  c-contractive:
+    (1−c²)/(c^{−2T̃}−1), the minimum of Σ a_t² subject to Σ c^{τ−t} a_t = 1
+    (footnote 15 of Appendix B)."""
+    window = np.asarray(window, dtype=float)
+    if log_c == 0.0:
+        return 1.0 / window
+    if log_c == -math.inf:
+        return np.zeros_like(window)
+    with np.errstate(over="ignore"):
+        return -math.expm1(2.0 * log_c) / np.expm1(-2.0 * log_c * window)
+
+
+def _best_window(Q, B, log_c: float, t_max: float):
+    """min over integers T̃ ∈ [1, t_max] of T̃·Q + B·φ(T̃), elementwise.
+
+    The objective is convex in T̃ (linear plus a convex decreasing φ), so the
+    integer minimum is at the floor or ceiling of the continuous minimiser:
+    √(B/Q) in the convex case; in the strongly convex case, with κ = −2 log c,
+    y = e^{κT̃} solves Q(y−1)² = B(1−c²)κ·y, i.e.
+    T̃ = log(1 + β/2 + √(β + β²/4))/κ, β = B(1−c²)κ/Q.  (Appendix B.3 prints
+    this with (1−c)² in place of (1−c²); the direct minimisation in the tests
+    confirms the form used here.)
+    """
+    Q = np.asarray(Q, dtype=float)
+    B = np.asarray(B, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if log_c == 0.0:
+            t = np.sqrt(B / Q)
+        elif log_c == -math.inf:
+            t = np.ones_like(Q)
+        else:
+            kappa = -2.0 * log_c
+            beta = B * (-math.expm1(2.0 * log_c)) * kappa / Q
+            t = np.log1p(beta / 2.0 + np.sqrt(beta + beta * beta / 4.0)) / kappa
+    t = np.where(np.isnan(t), t_max, t)
+    t = np.clip(t, 1.0, t_max)
+    lo = np.clip(np.floor(t), 1.0, t_max)
+    hi = np.clip(np.ceil(t), 1.0, t_max)
+    v_lo = lo * Q + B * _pabi_weight(lo, log_c)
+    v_hi = hi * Q + B * _pabi_weight(hi, log_c)
+    take_hi = v_hi < v_lo
+    return np.where(take_hi, v_hi, v_lo), np.where(take_hi, hi, lo)
+
+
+def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, log_c: float,
+                steps: int, grid=None, refine: bool = True):
+    """Bounds (B.2)/(B.3) at each order, with the optimal split and window.
+
+    Parameters
+    ----------
+    orders : array_like
+        Rényi orders α > 1.
+    q : float
+        Sampling rate b/n (1 for full batches).
+    noise_to_sensitivity : float
+        bσ/(2L) (replace) or bσ/L (add/remove): the noise multiplier of the
+        sampled Gaussian S_α(q, ·) before splitting.
+    pabi_scale : array_like
+        α·D²/(2η²σ²) at each order: the shift-reduction cost of the diameter
+        with all the noise (divided by 1 − u when only σ₁² = (1−u)σ² is used).
+    log_c : float
+        log of the contraction factor (0 for convex losses).
+    steps : int
+        T.
+
+    Returns
+    -------
+    (values, u, window) : arrays over orders
+        The bound, the share u = σ₂²/σ² of the noise variance used for
+        amplification by sampling (1: the composition branch T·S_α(q, bσ/2L)),
+        and T̃ = T − τ.
+    """
+    alpha = validate_orders(orders)
+    T = int(steps)
+    A = np.broadcast_to(np.asarray(pabi_scale, dtype=float), alpha.shape)
+    comp = T * sampled_gaussian_rdp(alpha, q, noise_to_sensitivity)
+    best = comp.copy()
+    best_u = np.ones_like(alpha)
+    best_w = np.full_like(alpha, float(T))
+    if T < 2:
+        return best, best_u, best_w
+
+    def evaluate(x):
+        u = special.expit(x)
+        Q = sampled_gaussian_rdp_pairs(alpha, q, noise_to_sensitivity * np.sqrt(u))
+        B = A / special.expit(-x)  # A / (1 − u), accurate for u near 1
+        value, window = _best_window(Q, B, log_c, float(T - 1))
+        return value, window
+
+    def keep(x, value, window):
+        nonlocal best, best_u, best_w
+        better = value < best
+        best = np.where(better, value, best)
+        best_u = np.where(better, special.expit(x), best_u)
+        best_w = np.where(better, window, best_w)
+
+    xs = _SPLIT_GRID if grid is None else np.asarray(grid, dtype=float)
+    flat_x = np.repeat(xs[None, :], alpha.size, axis=0)
+    u = special.expit(flat_x)
+    Q = sampled_gaussian_rdp_pairs(
+        np.repeat(alpha, xs.size), q, (noise_to_sensitivity * np.sqrt(u)).ravel()
+    ).reshape(alpha.size, xs.size)
+    B = A[:, None] / special.expit(-flat_x)
+    values, windows = _best_window(Q, B, log_c, float(T - 1))
+    i = np.argmin(values, axis=1)
+    rows = np.arange(alpha.size)
+    keep(xs[i], values[rows, i], windows[rows, i])
+    if not refine or xs.size < 3:
+        return best, best_u, best_w
+    # Golden-section refinement inside the bracket of the best grid point.
+    lo = xs[np.maximum(i - 1, 0)]
+    hi = xs[np.minimum(i + 1, xs.size - 1)]
+    lo = np.where(i == 0, lo - 8.0, lo)
+    hi = np.where(i == xs.size - 1, hi + 8.0, hi)
+    c = hi - _INVPHI * (hi - lo)
+    d = lo + _INVPHI * (hi - lo)
+    fc, wc = evaluate(c)
+    fd, wd = evaluate(d)
+    keep(c, fc, wc)
+    keep(d, fd, wd)
+    for _ in range(_GOLDEN_ITERATIONS):
+        left = fc <= fd  # minimum in [lo, d]
+        hi = np.where(left, d, hi)
+        lo = np.where(left, lo, c)
+        new_c = np.where(left, hi - _INVPHI * (hi - lo), d)
+        new_d = np.where(left, c, lo + _INVPHI * (hi - lo))
+        x_new = np.where(left, new_c, new_d)
+        f_new, w_new = evaluate(x_new)
+        keep(x_new, f_new, w_new)
+        fc, fd = np.where(left, f_new, fd), np.where(left, fc, f_new)
+        c, d = new_c, new_d
+    return best, best_u, best_w
+
+
+def cyclic_shift_cost(*, diameter_shift: float, step_shift: float, batches_per_epoch: int,
+                      steps: int) -> tuple[float, int]:
+    """min over τ of the optimal Σ_{t>τ} a_t² in Proposition 3.2 for a run in
+    which the differing example is used once per epoch, worst case over its
+    position in each epoch.  Returns (cost, window T − τ).
+
+    ``diameter_shift`` is D̃ = D + 2ηL/b (proof of Theorem 5.8), ``step_shift``
+    s = 2ηL/b the shift a step on the differing example adds, and
+    ``batches_per_epoch`` K = ⌊n/b⌋ (1 for full batches: then this is (B.1)).
+
+    The constraint of Proposition 3.2 is that the partial sums A_t = Σ_{τ<i≤t} a_i
+    stay below the budget C_t = D̃ + s·#{uses of the example in (τ, t]} and
+    end at A_T = C_T; the minimum of Σ a_t² is attained by the greatest convex
+    minorant of the points (t, C_t).  Using the example at the *last* step of
+    each epoch makes C_t smallest for every t < T, and assuming a use in each
+    partial epoch at the window's ends makes C_T largest; that budget bounds
+    every position pattern (a lower barrier shrinks the feasible set, and
+    scaling the minimiser for a larger C_T gives a feasible point for a smaller
+    one).  Windows starting inside an epoch are dominated by the window
+    starting at that epoch's beginning, so τ runs over epoch boundaries; at
+    τ = 0 the iterates coincide and D̃ is replaced by 0 (bound (5.4)).
+
+    >>> cost, window = cyclic_shift_cost(diameter_shift=1.0, step_shift=0.1, batches_per_epoch=1, steps=100)
+    >>> round(cost, 6), window  # (B.1): min over T̃ of T̃(D̃/T̃ + s)², T̃ = D̃/s
+    (0.4, 10)
+    """
+    Dt, s, K, T = float(diameter_shift), float(step_shift), int(batches_per_epoch), int(steps)
+    full, r = divmod(T, K)
+    p = 1 if r else 0
+
+    def cost(f: int, y0: float) -> float:
+        # Window of f full epochs (plus the final partial one): the budget has a
+        # corner just before each jump; the corners of the full epochs are
+        # collinear (slope s/K), so the first and last represent them all.
+        R = f * K + r
+        points = []
+        first = 1 if K >= 2 else 2
+        for m in sorted({first, f}):
+            if 1 <= m <= f:
+                points.append((float(m * K - 1), y0 + (m - 1) * s))
+        if p:
+            points.append((float(R - 1), y0 + f * s))
+        points.append((float(R), y0 + (f + p) * s))
+        return _minorant_cost([pt for pt in points if pt[0] > 0])
+
+    best_cost, best_window = cost(full, 0.0), T  # τ = 0
+    f_max = full - 1 if r == 0 else full  # τ = jK with j ≥ 1 and a non-empty window
+    f_min = 1 if r == 0 else 0
+    if f_max >= f_min:
+        guess = Dt / s if s > 0 else float(f_max)
+        cands = {f_min, f_min + 1, f_min + 2, f_max, f_max - 1}
+        cands.update(int(g) for g in np.floor(guess) + np.arange(-3, 5))
+        cands.update(int(g) for g in np.unique(np.round(np.geomspace(max(f_min, 1), max(f_max, 1), 40))))
+        for f in sorted(c for c in cands if f_min <= c <= f_max):
+            v = cost(f, Dt)
+            if v < best_cost:
+                best_cost, best_window = v, f * K + r
+    return best_cost, best_window
+
+
+def _minorant_cost(points: list[tuple[float, float]]) -> float:
+    """Σ (Δy)²/Δx along the greatest convex minorant from (0, 0) through the
+    lowest of ``points`` (sorted by x > 0, the last one the end point): the
+    least Σ a_t² over a path that stays below every point and ends at the last."""
+    hull = [(0.0, 0.0)]
+    for pt in sorted(set(points)):
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            # drop the middle point unless it lies strictly below the chord
+            if (y2 - y1) * (pt[0] - x1) >= (pt[1] - y1) * (x2 - x1):
+                hull.pop()
+            else:
+                break
+        hull.append(pt)
+    return sum((y2 - y1) ** 2 / (x2 - x1) for (x1, y1), (x2, y2) in zip(hull, hull[1:]))
+
+
+# --------------------------------------------------------------------------- lower bound
+
+#: The order ᾱ = 100 at which Theorem 4.1 is proved.
+LOWER_BOUND_ORDER = 100.0
+_C_SIGMA, _C_D, _C_ALPHA = 1e-3, 1e3, 1e-7
+
+
+def lower_bound_rdp(run: Run) -> tuple[float | None, str | None]:
+    """Theorem 4.1: Noisy-SGD is *not* (ᾱ, ε)-RDP at ᾱ = 100 for
+    ε ≤ c_α·ᾱ·L²/(n²σ²)·min(T, T̄), T̄ = 0.75·Dn/(Lη), with the paper's constants
+    c_σ = 1e-3, c_D = 1e3, c_α = 1e-7 (footnote 13), on a family of L-Lipschitz
+    linear losses over [−D/2, D/2], provided D ≥ c_D·η·L and
+    σ² ≤ c_σ·D²/(η²T̄) (σ = z·L/b).  Replace adjacency, random batches.
+
+    Returns (value, None) where the assumptions hold, else (None, reason).
+    """
+    if run.diameter is None:
+        return None, "Theorem 4.1 needs a bounded domain (diameter)"
+    if run.adjacency != "replace":
+        return None, "Theorem 4.1 is stated for replace adjacency"
+    if run.batching not in ("poisson", "sample"):
+        return None, "Theorem 4.1 is stated for random batches (poisson/sample)"
+    D, eta, L, n = run.diameter, run.learning_rate, run.lipschitz, run.n
+    sigma = run.sigma("altschuler-talwar")
+    t_bar = 0.75 * D * n / (L * eta)
+    if D < _C_D * eta * L:
+        return None, f"Theorem 4.1 needs D >= {_C_D:g}·η·L"
+    if sigma * sigma > _C_SIGMA * D * D / (eta * eta * t_bar):
+        return None, "Theorem 4.1 needs σ² <= c_σ·D²/(η²·T̄)"
+    value = _C_ALPHA * LOWER_BOUND_ORDER * L * L / (n * n * sigma * sigma) * min(run.steps, t_bar)
+    return value, None
+
+
+# --------------------------------------------------------------------------- the analysis
+
+
+class AltschulerTalwar(RDPAnalysis):
+    """Altschuler & Talwar's hidden-state bound for convex Noisy-SGD on a bounded domain."""
+
+    name = "altschuler-talwar"
+    citation = _CITATION
+
+    def assumptions(self) -> list[str]:
+        return [
+            "only the final iterate is released; every intermediate iterate stays hidden",
+            "every example's loss is convex and M-smooth (m-strongly convex if m > 0 is declared); "
+            "with L2 regularization m and M are those of the regularized loss (§5.4)",
+            "every per-example gradient of the unregularized loss has norm at most L "
+            "(Lipschitz constant or clipping norm of a GLM, where clipping keeps the loss convex)",
+            "iterates are projected onto a convex set of diameter D after every step, and the "
+            "initial point lies in that set and does not depend on the data",
+            "constant step size η <= 2/M (poisson: η <= 2b/(nM), so that a step on any realised "
+            "batch is a contraction, Observation 3.3)",
+            "each step adds N(0, (z·L/b)²I) to the gradient averaged over the fixed denominator b",
+            "batches formed exactly as declared; shuffle/cyclic drop the n mod b leftover examples",
+        ]
+
+    def why_not(self, run: Run) -> str | None:
+        if not run.convex:
+            return (
+                "needs convex losses (declare convex=True / --convex): without convexity the "
+                "privacy loss of the hidden state need not converge"
+            )
+        if run.diameter is None:
+            return "needs the diameter D of the constraint set the iterates are projected onto (--diameter)"
+        if run.smoothness is None:
+            return "needs the smoothness M of the losses (--smoothness) to check that each step contracts"
+        eta, M = run.learning_rate, run.smoothness
+        if eta > 2.0 / M:
+            return f"needs learning rate <= 2/M = {2.0 / M:.6g} (Lemma 2.1); found {eta:g}"
+        if run.batching == "poisson":
+            limit = 2.0 * run.batch_size / (run.n * M)
+            if eta > limit:
+                return (
+                    "under poisson batching a batch can hold up to n examples while the step divides "
+                    f"by b, so the step is a contraction for every batch only if learning rate <= "
+                    f"2b/(nM) = {limit:.6g} (Observation 3.3); found {eta:g}. Use batching='sample' "
+                    "(fixed-size batches) or a smaller learning rate"
+                )
+        if run.adjacency == "add-remove" and run.batching in ("shuffle", "cyclic", "full"):
+            return (
+                f"add/remove adjacency changes the partition into batches (or the denominator n) "
+                f"under {run.batching} batching, which this analysis does not cover; use "
+                "adjacency='replace'"
+            )
+        return None
+
+    # ------------------------------------------------------------ parameters
+
+    def _regime(self, run: Run) -> dict:
+        """Which bound applies and its inputs, in the paper's notation."""
+        sigma = run.sigma("altschuler-talwar")  # z·L/b
+        eta, L, b, n, D = run.learning_rate, run.lipschitz, run.batch_size, run.n, run.diameter
+        strongly = run.strong_convexity > 0 and run.batching in ("sample", "full")
+        log_c = _log_contraction(eta, run.strong_convexity, run.smoothness) if strongly else 0.0
+        # Sensitivity of the batch-gradient *sum* relative to L (Remark B.2).
+        factor = 1.0 if (run.adjacency == "add-remove" and run.batching == "poisson") else 2.0
+        out = dict(sigma=sigma, log_c=log_c, factor=factor)
+        if run.batching in ("poisson", "sample", "full"):
+            out["q"] = 1.0 if run.batching == "full" else b / n
+            out["noise_to_sensitivity"] = run.noise_multiplier / factor
+        if run.batching in ("cyclic", "shuffle", "full"):
+            s = factor * eta * L / b
+            out.update(step_shift=s, diameter_shift=D + s, batches_per_epoch=run.steps_per_epoch)
+        return out
+
+    def rdp_with_details(self, run: Run, orders):
+        alpha = validate_orders(orders)
+        g = self._regime(run)
+        sigma, eta, D = g["sigma"], run.learning_rate, run.diameter
+        per_order: dict[str, np.ndarray] = {}
+        curve = np.full(alpha.shape, np.inf)
+        if "q" in g:
+            scale = alpha * D * D / (2.0 * eta * eta * sigma * sigma)
+            values, u, window = split_bound(
+                alpha, q=g["q"], noise_to_sensitivity=g["noise_to_sensitivity"], pabi_scale=scale,
+                log_c=g["log_c"], steps=run.steps,
+            )
+            curve = values
+            per_order.update(
+                bound=np.where(u >= 1.0, "composition (T·S_α)", "split (B.2)" if g["log_c"] == 0 else "split (B.3)"),
+                sigma1=sigma * np.sqrt(np.maximum(1.0 - u, 0.0)),
+                sigma2=sigma * np.sqrt(u),
+                window_steps=window,
+            )
+        if "step_shift" in g:
+            cost, window = cyclic_shift_cost(
+                diameter_shift=g["diameter_shift"], step_shift=g["step_shift"],
+                batches_per_epoch=g["batches_per_epoch"], steps=run.steps,
+            )
+            pabi = alpha * cost / (2.0 * eta * eta * sigma * sigma)
+            label = "(B.1)" if run.batching == "full" else "Theorem 5.8 (5.6)"
+            if per_order:
+                take = pabi < curve
+                per_order["bound"] = np.where(take, label, per_order["bound"])
+                per_order["sigma1"] = np.where(take, sigma, per_order["sigma1"])
+                per_order["sigma2"] = np.where(take, 0.0, per_order["sigma2"])
+                per_order["window_steps"] = np.where(take, float(window), per_order["window_steps"])
+                curve = np.minimum(curve, pabi)
+            else:
+                curve = pabi
+                per_order.update(
+                    bound=np.full(alpha.shape, label),
+                    window_steps=np.full(alpha.shape, float(window)),
+                )
+        return curve, per_order
+
+    def rdp(self, run: Run, orders) -> np.ndarray:
+        return self.rdp_with_details(run, orders)[0]
+
+    def details(self, run: Run) -> dict:
+        g = self._regime(run)
+        c = math.exp(g["log_c"])
+        out = {
+            "sigma_altschuler_talwar": g["sigma"],
+            "burn_in_steps": math.ceil(run.diameter * run.n / (run.lipschitz * run.learning_rate)),
+            "burn_in_note": "T̄ = ⌈Dn/(Lη)⌉ of Theorem 3.1 (up to constants): past it ε stops growing",
+            "contraction": c,
+            "strong_convexity_used": g["log_c"] != 0.0,
+            "gradient_sensitivity": g["factor"] * run.lipschitz,
+        }
+        if run.strong_convexity > 0 and g["log_c"] == 0.0:
+            out["strong_convexity_note"] = (
+                f"m > 0 is not used under {run.batching} batching (the step is not almost surely "
+                "c-contractive with c < 1 there); the convex bound is reported"
+            )
+        if run.batching in ("shuffle", "cyclic"):
+            out["examples_dropped_per_epoch"] = run.n % run.batch_size
+        lb, _ = lower_bound_rdp(run)
+        if lb is not None:
+            out["lower_bound_rdp_order_100"] = lb
+        return out
