@@ -73,6 +73,27 @@ def _real(name: str, value, *, positive: bool = True, optional: bool = False) ->
     return number
 
 
+def _learning_rate(value, steps):
+    """A positive float, or an explicit schedule: a tuple of ``steps`` positive floats."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return _real("learning_rate", value)
+    try:
+        rates = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"learning_rate must be a positive number or a sequence of them. Found {value!r}."
+        ) from None
+    if len(rates) != steps:
+        raise ValueError(
+            f"learning_rate must have one entry per step ({steps}) when it is a schedule. "
+            f"Found {len(rates)} entries."
+        )
+    bad = [r for r in rates if not math.isfinite(r) or r <= 0]
+    if bad:
+        raise ValueError(f"learning_rate entries must be positive finite numbers. Found {bad[0]!r}.")
+    return rates
+
+
 def _choice(name: str, value, choices: tuple[str, ...], aliases: dict | None = None) -> str:
     key = value.strip().lower().replace("_", "-") if isinstance(value, str) else value
     if aliases and key in aliases:
@@ -98,8 +119,14 @@ class Run:
     steps : int
         Number of noisy gradient steps, >= 1.  Use :meth:`from_epochs` to give
         epochs instead.
-    learning_rate : float
-        Constant step size η > 0.
+    learning_rate : float or sequence of float
+        Step size η > 0: a constant, the initial η₀ of a polynomial decay (see
+        ``lr_decay``), or an explicit schedule with one positive entry per step
+        (stored as a tuple; its length must equal ``steps``).
+    lr_decay : float
+        c in [0, 1) for the polynomial schedule η_t = η₀·(t+1)^(−c), t = 0, …,
+        T−1 (Altschuler & Talwar §5.3, Example 5.9); 0 (default) is a constant
+        step size.  Not combined with an explicit schedule.
     noise_multiplier : float
         z > 0 in the canonical convention (noise std z·L/b on the mean gradient).
     lipschitz : float
@@ -137,7 +164,7 @@ class Run:
     batch_size: int | None
     batching: str
     steps: int
-    learning_rate: float
+    learning_rate: float | tuple[float, ...]
     noise_multiplier: float
     lipschitz: float
     smoothness: float | None = None
@@ -145,6 +172,7 @@ class Run:
     diameter: float | None = None
     convex: bool = False
     adjacency: str = "replace"
+    lr_decay: float = 0.0
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -164,7 +192,15 @@ class Run:
         set_("batch_size", b)
         set_("batching", batching)
         set_("steps", _integer("steps", self.steps))
-        set_("learning_rate", _real("learning_rate", self.learning_rate))
+        set_("learning_rate", _learning_rate(self.learning_rate, self.steps))
+        decay = _real("lr_decay", self.lr_decay, positive=False)
+        if decay >= 1.0:
+            raise ValueError(f"lr_decay must be in [0, 1). Found {self.lr_decay!r}.")
+        if decay > 0 and isinstance(self.learning_rate, tuple):
+            raise ValueError(
+                f"lr_decay must be 0 with an explicit learning_rate schedule. Found {self.lr_decay!r}."
+            )
+        set_("lr_decay", decay)
         set_("noise_multiplier", _real("noise_multiplier", self.noise_multiplier))
         set_("lipschitz", _real("lipschitz", self.lipschitz))
         set_("smoothness", _real("smoothness", self.smoothness, optional=True))
@@ -186,10 +222,37 @@ class Run:
         e = _integer("epochs", epochs)
         if "steps" in kwargs:
             raise ValueError(f"steps must not be given with epochs. Found steps={kwargs['steps']!r}.")
-        probe = cls(steps=1, **kwargs)
+        probe_kwargs = dict(kwargs)
+        if not isinstance(kwargs.get("learning_rate", 1.0), (int, float)):
+            probe_kwargs["learning_rate"] = 1.0  # the schedule's length is checked below
+        probe = cls(steps=1, **probe_kwargs)
         return cls(steps=e * probe.steps_per_epoch, **kwargs)
 
     # ------------------------------------------------------------------ derived
+
+    @property
+    def constant_learning_rate(self) -> bool:
+        """True when every step uses the same step size."""
+        return not isinstance(self.learning_rate, tuple) and self.lr_decay == 0.0
+
+    @property
+    def max_learning_rate(self) -> float:
+        """The largest step size of the schedule (η₀ unless explicit)."""
+        if isinstance(self.learning_rate, tuple):
+            return max(self.learning_rate)
+        return self.learning_rate
+
+    def step_sizes(self, start: int = 0, stop: int | None = None):
+        """η_t for the 0-indexed steps t = start, …, stop − 1 (a numpy array)."""
+        import numpy as np
+
+        stop = self.steps if stop is None else stop
+        if not 0 <= start <= stop <= self.steps:
+            raise ValueError(f"steps range must lie in [0, {self.steps}]. Found [{start}, {stop}).")
+        if isinstance(self.learning_rate, tuple):
+            return np.asarray(self.learning_rate[start:stop], dtype=float)
+        t = np.arange(start, stop, dtype=float)
+        return self.learning_rate * (t + 1.0) ** (-self.lr_decay)
 
     @property
     def sampling_rate(self) -> float:

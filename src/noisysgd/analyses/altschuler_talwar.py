@@ -165,8 +165,8 @@ def _best_window(Q, B, log_c: float, t_max: float):
     return np.where(take_hi, v_hi, v_lo), np.where(take_hi, hi, lo)
 
 
-def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, log_c: float,
-                steps: int, grid=None, refine: bool = True):
+def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, log_c: float = 0.0,
+                steps: int, window_table=None, grid=None, refine: bool = True):
     """Bounds (B.2)/(B.3) at each order, with the optimal split and window.
 
     Parameters
@@ -185,6 +185,11 @@ def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, lo
         log of the contraction factor (0 for convex losses).
     steps : int
         T.
+    window_table : (windows, weights) or None
+        For step-size schedules: candidate windows T̃ and the shift cost ψ(T̃)
+        of each (:func:`schedule_window_costs`); the diameter term is then
+        ``pabi_scale·ψ(T̃)/(1 − u)`` (``pabi_scale`` = α·D²/(2σ²), without η)
+        and ``log_c`` is ignored.  ``None``: constant steps, φ(T̃) in closed form.
 
     Returns
     -------
@@ -203,13 +208,28 @@ def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, lo
     if T < 2:
         return best, best_u, best_w
 
+    if window_table is not None:
+        table_w = np.asarray(window_table[0], dtype=float)
+        table_c = np.asarray(window_table[1], dtype=float)
+
+    def inner(Q, B, fixed=None):
+        """min over windows of T̃·Q + B·weight(T̃) (or at the ``fixed`` windows)."""
+        if window_table is None:
+            if fixed is None:
+                return _best_window(Q, B, log_c, float(T - 1))
+            return fixed * Q + B * _pabi_weight(fixed, log_c), fixed
+        if fixed is not None:
+            k = np.searchsorted(table_w, fixed)
+            return fixed * Q + B * table_c[k], fixed
+        vals = table_w * Q[..., None] + B[..., None] * table_c
+        k = np.argmin(vals, axis=-1)
+        return np.take_along_axis(vals, k[..., None], -1)[..., 0], table_w[k]
+
     def evaluate(x, fixed=None):
         u = special.expit(x)
         Q = sampled_gaussian_rdp_pairs(alpha, q, noise_to_sensitivity * np.sqrt(u))
         B = A / special.expit(-x)  # A / (1 − u), accurate for u near 1
-        if fixed is None:
-            return _best_window(Q, B, log_c, float(T - 1))
-        return fixed * Q + B * _pabi_weight(fixed, log_c), fixed
+        return inner(Q, B, fixed)
 
     def keep(x, value, window):
         nonlocal best, best_u, best_w
@@ -245,7 +265,7 @@ def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, lo
         np.repeat(alpha, xs.size), q, (noise_to_sensitivity * np.sqrt(u)).ravel()
     ).reshape(alpha.size, xs.size)
     B = A[:, None] / special.expit(-flat_x)
-    values, windows = _best_window(Q, B, log_c, float(T - 1))
+    values, windows = inner(Q, B)
     i = np.argmin(values, axis=1)
     rows = np.arange(alpha.size)
     keep(xs[i], values[rows, i], windows[rows, i])
@@ -261,10 +281,84 @@ def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, lo
     hi = np.where(i == xs.size - 1, hi + 8.0, hi)
     golden(lo, hi)
     around = best_w.copy()
-    for offset in (-1.0, 0.0, 1.0):
-        fixed = np.clip(around + offset, 1.0, float(T - 1))
+    for offset in (-1, 0, 1):
+        if window_table is None:
+            fixed = np.clip(around + offset, 1.0, float(T - 1))
+        else:  # the neighbours in the table
+            k = np.clip(np.searchsorted(table_w, around) + offset, 0, table_w.size - 1)
+            fixed = table_w[k]
         golden(lo, hi, fixed)
     return best, best_u, best_w
+
+
+#: Windows evaluated exactly (longer windows: an integral bound, convex case only).
+_EXACT_WINDOWS = 1 << 20
+
+
+def schedule_window_costs(run: Run, *, allocation: str = "eta-squared", strongly_convex: bool = False):
+    """Candidate windows T̃ and the shift cost ψ(T̃) of each, for a step-size schedule.
+
+    The diameter term of Proposition 3.2 over the last T̃ steps, with noise
+    η_t·σ₁ at step t, is (α/2σ₁²)·Σ_t a_t²/η_t² subject to moving the shift D
+    to 0.  Convex losses: Σ a_t = D.  With per-step contractions
+    c_t = max(|1−η_t m|, |1−η_t M|) (Lemma 5.5 at each step), the shift left
+    after the window is P·D − Σ_t w_t a_t with P = Π c_t and w_t the product of
+    the contractions after step t (Proposition 5.6 with c_t in place of c).
+    By Cauchy–Schwarz the best allocation is a_t ∝ w_t·η_t², giving
+
+        ψ(T̃) = P² / Σ_t w_t² η_t²,   term = α·D²·ψ(T̃)/(2σ₁²).
+
+    For constant steps this is 1/(T̃η²) (eq. (3.6)) resp. (1−c²)/(η²(c^{−2T̃}−1))
+    ((B.3)).  ``allocation="eta"`` gives instead the paper's a_t ∝ η_t, eq. (5.7):
+    ψ = T̃/(Σ_t η_t)² (convex only), never smaller (Cauchy–Schwarz).  (5.7) as
+    printed sums η_t over t = τ+1..T−1, one step fewer than the window of the
+    sampling term; we use the same T̃ steps for both, as (3.6) does.
+
+    Windows up to 2²⁰ steps are evaluated exactly (all of them if T ≤ 4097,
+    else a geometric grid — any window gives a valid bound).  Longer windows
+    (convex polynomial schedules only) use Σ_{i=a}^{b} i^{−2c} ≥ ∫_a^{b+1} x^{−2c}dx,
+    which only makes ψ larger.
+    """
+    T = run.steps
+    longest = T - 1
+    J = min(longest, _EXACT_WINDOWS) if not isinstance(run.learning_rate, tuple) else longest
+    eta = run.step_sizes(T - J, T)[::-1]  # η of the last J steps, latest first
+    log_eta2 = 2.0 * np.log(eta)
+    if allocation == "eta":
+        if strongly_convex:
+            raise ValueError("allocation='eta' is eq. (5.7), stated for convex losses only.")
+        cum = np.cumsum(eta)
+        windows = np.arange(1, J + 1, dtype=float)
+        log_psi = np.log(windows) - 2.0 * np.log(cum)
+    elif allocation == "eta-squared":
+        if strongly_convex:
+            m, M = run.strong_convexity, run.smoothness
+            c = np.minimum(np.maximum(np.abs(1.0 - eta * m), np.abs(1.0 - eta * M)), 1.0)
+            with np.errstate(divide="ignore"):
+                log_c = np.log(c)
+        else:
+            log_c = np.zeros_like(eta)
+        log_w = np.concatenate([[0.0], np.cumsum(log_c)[:-1]])  # contractions after each step
+        log_p = np.cumsum(log_c)
+        log_den = np.logaddexp.accumulate(2.0 * log_w + log_eta2)
+        log_psi = 2.0 * log_p - log_den
+        windows = np.arange(1, J + 1, dtype=float)
+    else:
+        raise ValueError(f"allocation must be 'eta-squared' or 'eta'. Found {allocation!r}.")
+    if J > 4096:
+        keep = np.unique(np.round(np.geomspace(1, J, 2048)).astype(np.int64)) - 1
+        windows, log_psi = windows[keep], log_psi[keep]
+    if longest > J and not strongly_convex and allocation == "eta-squared":
+        extra = np.unique(np.round(np.geomspace(J + 1, longest, 256)))
+        two_c = 2.0 * run.lr_decay
+        a, b1 = T - extra + 1.0, T + 1.0  # steps t = T−T̃..T−1 carry (t+1)^(−c)
+        if two_c == 1.0:
+            integral = np.log(b1) - np.log(a)
+        else:
+            integral = (b1 ** (1.0 - two_c) - a ** (1.0 - two_c)) / (1.0 - two_c)
+        windows = np.concatenate([windows, extra])
+        log_psi = np.concatenate([log_psi, -2.0 * math.log(run.learning_rate) - np.log(integral)])
+    return windows, np.exp(log_psi)
 
 
 def cyclic_shift_cost(*, diameter_shift: float, step_shift: float, batches_per_epoch: int,
@@ -366,6 +460,8 @@ def lower_bound_rdp(run: Run) -> tuple[float | None, str | None]:
         return None, "Theorem 4.1 is stated for replace adjacency"
     if run.batching not in ("poisson", "sample"):
         return None, "Theorem 4.1 is stated for random batches (poisson/sample)"
+    if not run.constant_learning_rate:
+        return None, "Theorem 4.1 is stated for a constant step size"
     D, eta, L, n = run.diameter, run.learning_rate, run.lipschitz, run.n
     sigma = run.sigma("altschuler-talwar")
     t_bar = 0.75 * D * n / (L * eta)
@@ -378,6 +474,15 @@ def lower_bound_rdp(run: Run) -> tuple[float | None, str | None]:
 
 
 # --------------------------------------------------------------------------- the analysis
+
+
+def _with_steps(run: Run, steps: int) -> Run:
+    """The same run stopped after ``steps`` steps (an explicit schedule is truncated)."""
+    if isinstance(run.learning_rate, tuple):
+        if steps > run.steps:
+            raise ValueError(f"steps must be at most the schedule's length ({run.steps}). Found {steps}.")
+        return run.replace(steps=steps, learning_rate=run.learning_rate[:steps])
+    return run.replace(steps=steps)
 
 
 class AltschulerTalwar(RDPAnalysis):
@@ -411,9 +516,14 @@ class AltschulerTalwar(RDPAnalysis):
             return "needs the diameter D of the constraint set the iterates are projected onto (--diameter)"
         if run.smoothness is None:
             return "needs the smoothness M of the losses (--smoothness) to check that each step contracts"
-        eta, M = run.learning_rate, run.smoothness
+        eta, M = run.max_learning_rate, run.smoothness
         if eta > 2.0 / M:
             return f"needs learning rate <= 2/M = {2.0 / M:.6g} (Lemma 2.1); found {eta:g}"
+        if not run.constant_learning_rate and run.batching in ("cyclic", "shuffle"):
+            return (
+                "step-size schedules are analysed for random batches only (§5.3: poisson, sample, "
+                f"full); not for {run.batching} batching"
+            )
         if run.batching == "poisson":
             limit = 2.0 * run.batch_size / (run.n * M)
             if eta > limit:
@@ -436,12 +546,16 @@ class AltschulerTalwar(RDPAnalysis):
     def _regime(self, run: Run) -> dict:
         """Which bound applies and its inputs, in the paper's notation."""
         sigma = run.sigma("altschuler-talwar")  # z·L/b
-        eta, L, b, n, D = run.learning_rate, run.lipschitz, run.batch_size, run.n, run.diameter
+        eta, L, b, n, D = run.max_learning_rate, run.lipschitz, run.batch_size, run.n, run.diameter
         strongly = run.strong_convexity > 0 and run.batching in ("sample", "full")
         log_c = _log_contraction(eta, run.strong_convexity, run.smoothness) if strongly else 0.0
         # Sensitivity of the batch-gradient *sum* relative to L (Remark B.2).
         factor = 1.0 if (run.adjacency == "add-remove" and run.batching == "poisson") else 2.0
-        out = dict(sigma=sigma, log_c=log_c, factor=factor)
+        out = dict(sigma=sigma, log_c=log_c, factor=factor, strongly=strongly)
+        if not run.constant_learning_rate:  # §5.3: only the split bound, with a window table
+            out.update(q=1.0 if run.batching == "full" else b / n,
+                       noise_to_sensitivity=run.noise_multiplier / factor, schedule=True)
+            return out
         if run.batching in ("poisson", "sample", "full"):
             out["q"] = 1.0 if run.batching == "full" else b / n
             out["noise_to_sensitivity"] = run.noise_multiplier / factor
@@ -457,14 +571,17 @@ class AltschulerTalwar(RDPAnalysis):
         per_order: dict[str, np.ndarray] = {}
         curve = np.full(alpha.shape, np.inf)
         if "q" in g:
-            scale = alpha * D * D / (2.0 * eta * eta * sigma * sigma)
+            scale, table = self._split_inputs(run, g, alpha)
             values, u, window = split_bound(
                 alpha, q=g["q"], noise_to_sensitivity=g["noise_to_sensitivity"], pabi_scale=scale,
-                log_c=g["log_c"], steps=run.steps,
+                log_c=g["log_c"], steps=run.steps, window_table=table,
             )
             curve = values
+            label = "split (B.2)" if g["log_c"] == 0 else "split (B.3)"
+            if table is not None:
+                label = "split, schedule (§5.3, a_t ∝ η_t²)"
             per_order.update(
-                bound=np.where(u >= 1.0, "composition (T·S_α)", "split (B.2)" if g["log_c"] == 0 else "split (B.3)"),
+                bound=np.where(u >= 1.0, "composition (T·S_α)", label),
                 sigma1=sigma * np.sqrt(np.maximum(1.0 - u, 0.0)),
                 sigma2=sigma * np.sqrt(u),
                 window_steps=window,
@@ -491,6 +608,16 @@ class AltschulerTalwar(RDPAnalysis):
                 )
         return curve, per_order
 
+    @staticmethod
+    def _split_inputs(run: Run, g: dict, alpha: np.ndarray):
+        """The diameter-term scale and, for schedules, the window table."""
+        sigma, D = g["sigma"], run.diameter
+        if g.get("schedule"):
+            table = schedule_window_costs(run, strongly_convex=g["strongly"])
+            return alpha * D * D / (2.0 * sigma * sigma), table
+        eta = run.learning_rate
+        return alpha * D * D / (2.0 * eta * eta * sigma * sigma), None
+
     def rdp(self, run: Run, orders) -> np.ndarray:
         return self.rdp_with_details(run, orders)[0]
 
@@ -514,8 +641,12 @@ class AltschulerTalwar(RDPAnalysis):
         if ts.ndim != 1 or ts.size == 0 or not np.issubdtype(ts.dtype, np.integer) or (ts < 1).any():
             raise ValueError(f"steps must be a non-empty sequence of integers >= 1. Found {steps!r}.")
         g = self._regime(run)
-        sigma, eta, D = g["sigma"], run.learning_rate, run.diameter
+        sigma, eta, D = g["sigma"], run.max_learning_rate, run.diameter
         out = np.full((ts.size, alpha.size), np.inf)
+        if g.get("schedule"):  # the schedule changes with T: one evaluation per T
+            for row, T in enumerate(ts.tolist()):
+                out[row] = self.rdp(_with_steps(run, T), alpha)
+            return out
         if "q" in g:
             q, ns, log_c = g["q"], g["noise_to_sensitivity"], g["log_c"]
             scale = alpha * D * D / (2.0 * eta * eta * sigma * sigma)
@@ -554,7 +685,7 @@ class AltschulerTalwar(RDPAnalysis):
         c = math.exp(g["log_c"])
         out = {
             "sigma_altschuler_talwar": g["sigma"],
-            "burn_in_steps": math.ceil(run.diameter * run.n / (run.lipschitz * run.learning_rate)),
+            "burn_in_steps": math.ceil(run.diameter * run.n / (run.lipschitz * run.max_learning_rate)),
             "burn_in_note": "T̄ = ⌈Dn/(Lη)⌉ of Theorem 3.1 (up to constants): past it ε stops growing",
             "contraction": c,
             "strong_convexity_used": g["log_c"] != 0.0,
