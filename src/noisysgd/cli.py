@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import warnings
+from pathlib import Path
 
 from . import __version__
 from .accountant import DEFAULT_ANALYSES, epsilon
 from .analyses import ANALYSES
+from .plots import PAPERS
 from .rdp import CONVERSIONS
 from .run import ADJACENCIES, BATCHING_SCHEMES, Run
 
@@ -41,6 +44,8 @@ _FLAGS = {
     "analyses": "--analysis",
     "orders": "--orders",
     "conversion": "--conversion",
+    "out": "--out",
+    "paper": "--paper",
 }
 
 _EPSILON_EXAMPLES = """\
@@ -58,6 +63,16 @@ examples:
   noisysgd epsilon --n 60000 --batch-size 256 --epochs 10 --lr 0.5 \\
       --noise-multiplier 1.0 --lipschitz 1.0 --batching poisson --delta 1e-5 \\
       --adjacency add-remove --analysis composition --json
+"""
+
+
+_FIGURES_EXAMPLES = """\
+examples:
+  # Altschuler & Talwar's Figures 1, 2(a), 2(b) and the cross-over figure, as PNG files
+  noisysgd figures --paper altschuler-talwar --out figures/
+
+  # every paper's figures (needs matplotlib: pip install 'noisysgd[plot]')
+  noisysgd figures --paper all --out figures/
 """
 
 
@@ -137,6 +152,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversion", default="improved", choices=CONVERSIONS, help="RDP to (eps, delta)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.set_defaults(handler=_cmd_epsilon)
+    f = sub.add_parser(
+        "figures",
+        help="draw a paper's figures from the library's bounds (PNG files)",
+        description=(
+            "Recompute a paper's figures from the bounds implemented here and write them as PNG "
+            "files into --out (created if missing); prints the paths written."
+        ),
+        epilog=_FIGURES_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    f.add_argument(
+        "--paper",
+        default="all",
+        choices=[*PAPERS, "all"],
+        help="whose figures (default: all)",
+    )
+    f.add_argument("--out", required=True, metavar="DIR", help="directory to write the PNG files into")
+    f.set_defaults(handler=_cmd_figures)
     return parser
 
 
@@ -214,6 +247,48 @@ def _cmd_epsilon(args) -> int:
         print("no sound analysis applies to this run")
     else:
         print(f"best sound epsilon: {_fmt(best.epsilon)} ({best.analysis})")
+    return 0
+
+
+def _check_out_dir(text: str) -> Path:
+    """``--out`` as a path that is, or can become, a writable directory (nothing is created)."""
+    out = Path(text)
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"out must be a directory. Found a file: {text!r}.")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise ValueError(f"out must be a writable directory. Found {text!r}, which is not writable.")
+        return out
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"out must be a directory path. Found {text!r}, under the file {str(parent)!r}.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"out must be a writable directory. Found {text!r}: cannot create it in {str(parent)!r}."
+        )
+    return out
+
+
+def _cmd_figures(args) -> int:
+    from .plots import require_matplotlib, write_figures
+
+    out = _check_out_dir(args.out)
+    try:
+        require_matplotlib()
+    except ImportError as exc:  # a missing optional dependency, not a usage mistake
+        print(f"noisysgd figures: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        paths = write_figures(args.paper, out)
+    except OSError as exc:
+        raise ValueError(
+            f"out must be a writable directory. Writing into {args.out!r} failed: {exc}"
+        ) from None
+    for path in paths:
+        print(path)
     return 0
 
 
