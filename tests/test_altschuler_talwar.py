@@ -408,3 +408,96 @@ def test_cli_json_exposes_the_analysis(capsys):
         delta=1e-5, analyses=["altschuler-talwar"],
     )
     assert res["epsilon"] == api.epsilon
+
+
+# ------------------------------------------------------------------ step-size schedules (§5.3)
+
+
+def psi_by_qp(etas, cs):
+    """min Σ a_t²/η_t² s.t. the shift D = 1 is contracted away (Prop. 5.6 with c_t),
+    solved numerically (SLSQP) — independent of the closed form."""
+    from scipy.optimize import minimize
+
+    etas, cs = np.asarray(etas, float), np.asarray(cs, float)
+    k = etas.size
+    w = np.array([np.prod(cs[i + 1:]) for i in range(k)])  # contractions after step i
+    target = np.prod(cs)
+    res = minimize(lambda a: np.sum(a * a / etas**2), np.full(k, target / k),
+                   constraints=[{"type": "eq", "fun": lambda a: w @ a - target}],
+                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    return res.fun
+
+
+@pytest.mark.parametrize("m", [0.0, 0.05, 0.3])
+def test_schedule_window_cost_is_the_optimal_allocation(m):
+    T = 12
+    rates = tuple(0.9 * (t + 1) ** -0.4 for t in range(T))
+    run = run_(steps=T, learning_rate=rates, strong_convexity=m)
+    windows, psi = at.schedule_window_costs(run, strongly_convex=m > 0)
+    assert windows.tolist() == list(range(1, T))
+    for w, value in zip(windows.astype(int), psi):
+        etas = np.array(rates[T - w:])
+        cs = np.minimum(np.maximum(abs(1 - etas * m), abs(1 - etas * 1.0)), 1.0) if m else np.ones(w)
+        assert value == pytest.approx(psi_by_qp(etas, cs), rel=1e-6)
+
+
+def test_eta_squared_allocation_never_worse_than_5_7_and_equal_for_constant_steps():
+    decaying = run_(steps=3000, learning_rate=0.8, lr_decay=0.5)
+    w1, better = at.schedule_window_costs(decaying)
+    w2, paper = at.schedule_window_costs(decaying, allocation="eta")
+    assert np.array_equal(w1, w2)
+    assert np.all(better <= paper * (1 + 1e-12)) and np.any(better < paper * 0.99)
+    constant = run_(steps=3000, learning_rate=tuple([0.5] * 3000))
+    w, a = at.schedule_window_costs(constant)
+    _, b = at.schedule_window_costs(constant, allocation="eta")
+    assert np.allclose(a, 1.0 / (w * 0.25), rtol=1e-12)  # (3.6): D²/(T̃η²) per unit D
+    assert np.allclose(b, a, rtol=1e-12)
+
+
+@pytest.mark.parametrize("m", [0.0, 0.2])
+def test_constant_schedule_reduces_to_B2_and_B3(m):
+    for T in (5, 400, 4000):
+        constant = run_(steps=T, strong_convexity=m)
+        explicit = constant.replace(learning_rate=tuple([0.5] * T))
+        assert np.allclose(AT.rdp(explicit, ORDERS), AT.rdp(constant, ORDERS), rtol=1e-9)
+
+
+def test_decaying_schedule_bound_properties():
+    decay = run_(steps=20000, learning_rate=0.8, lr_decay=0.5)
+    bound = AT.rdp(decay, ORDERS)
+    assert np.all(bound <= COMP.rdp(decay, ORDERS) * (1 + 1e-12))
+    # a larger step size everywhere contracts the same and spreads the shift further
+    assert np.all(AT.rdp(decay.replace(learning_rate=0.4), ORDERS) >= bound * (1 - 1e-12))
+    # the schedule's first step must satisfy η_0 <= 2/M
+    assert "needs learning rate <= 2/M" in AT.why_not(decay.replace(learning_rate=2.2))
+    assert "schedules are analysed for random batches only" in AT.why_not(decay.replace(batching="cyclic"))
+
+
+def test_long_polynomial_windows_use_a_conservative_integral():
+    T = (1 << 20) + 5000
+    run = run_(steps=T, learning_rate=0.5, lr_decay=0.3)
+    windows, psi = at.schedule_window_costs(run)
+    long = windows > (1 << 20)
+    assert long.any()
+    eta2 = (0.5 * np.arange(1, T + 1, dtype=float) ** -0.3) ** 2
+    suffix = np.cumsum(eta2[::-1])
+    for w, value in zip(windows[long].astype(int), psi[long]):
+        exact = 1.0 / suffix[w - 1]
+        assert exact <= value <= exact * (1 + 1e-6)
+
+
+def test_schedule_validation():
+    with pytest.raises(ValueError, match=r"learning_rate must have one entry per step \(3\) when it is a schedule. Found 2 entries."):
+        Run(n=10, batch_size=2, batching="sample", steps=3, learning_rate=[0.1, 0.1], noise_multiplier=1.0,
+            lipschitz=1.0)
+    with pytest.raises(ValueError, match=r"learning_rate entries must be positive finite numbers. Found -0.1"):
+        Run(n=10, batch_size=2, batching="sample", steps=2, learning_rate=[0.1, -0.1], noise_multiplier=1.0,
+            lipschitz=1.0)
+    with pytest.raises(ValueError, match=r"lr_decay must be in \[0, 1\). Found 1.5"):
+        run_(lr_decay=1.5)
+    with pytest.raises(ValueError, match=r"lr_decay must be 0 with an explicit learning_rate schedule"):
+        run_(steps=2, learning_rate=(0.1, 0.1), lr_decay=0.5)
+    r = Run.from_epochs(epochs=2, n=10, batch_size=5, batching="sample", learning_rate=[0.1, 0.2, 0.3, 0.4],
+                        noise_multiplier=1.0, lipschitz=1.0)
+    assert r.learning_rate == (0.1, 0.2, 0.3, 0.4) and r.max_learning_rate == 0.4
+    assert run_(steps=3, lr_decay=0.5).step_sizes().tolist() == pytest.approx([0.5, 0.5 / 2**0.5, 0.5 / 3**0.5])

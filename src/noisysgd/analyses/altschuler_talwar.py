@@ -316,8 +316,9 @@ def schedule_window_costs(run: Run, *, allocation: str = "eta-squared", strongly
 
     Windows up to 2²⁰ steps are evaluated exactly (all of them if T ≤ 4097,
     else a geometric grid — any window gives a valid bound).  Longer windows
-    (convex polynomial schedules only) use Σ_{i=a}^{b} i^{−2c} ≥ ∫_a^{b+1} x^{−2c}dx,
-    which only makes ψ larger.
+    (convex polynomial schedules only) use Σ_{i=a}^{b} i^{−2c} ≥ ∫_a^{b+1} x^{−2c}dx
+    + (a^{−2c} − (b+1)^{−2c})/2 (trapezoids over a convex function), which only
+    makes ψ larger.
     """
     T = run.steps
     longest = T - 1
@@ -356,6 +357,9 @@ def schedule_window_costs(run: Run, *, allocation: str = "eta-squared", strongly
             integral = np.log(b1) - np.log(a)
         else:
             integral = (b1 ** (1.0 - two_c) - a ** (1.0 - two_c)) / (1.0 - two_c)
+        # x^(−2c) is convex, so each ∫_i^{i+1} is at most the trapezoid: the sum is
+        # at least the integral plus half the drop over the range.
+        integral = integral + 0.5 * (a ** -two_c - b1 ** -two_c)
         windows = np.concatenate([windows, extra])
         log_psi = np.concatenate([log_psi, -2.0 * math.log(run.learning_rate) - np.log(integral)])
     return windows, np.exp(log_psi)
