@@ -37,6 +37,7 @@ _FLAGS = {
     "strong_convexity": "--strong-convexity",
     "diameter": "--diameter",
     "convex": "--convex",
+    "lr_decay": "--lr-decay",
     "batching": "--batching",
     "adjacency": "--adjacency",
     "delta": "--delta",
@@ -104,7 +105,13 @@ def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True) -> None:
     length = g.add_mutually_exclusive_group(required=True)
     length.add_argument("--steps", type=int, help="number of noisy gradient steps")
     length.add_argument("--epochs", type=int, help="number of epochs (steps = epochs x steps per epoch)")
-    g.add_argument("--lr", type=float, required=True, help="constant step size (learning rate) eta")
+    g.add_argument("--lr", type=float, required=True, help="step size (learning rate) eta, or eta_0 with --lr-decay")
+    g.add_argument(
+        "--lr-decay",
+        type=float,
+        default=0.0,
+        help="c in [0, 1): step sizes eta_t = eta_0 * (t+1)^-c (default 0: constant)",
+    )
     if noise:
         g.add_argument(
             "--noise-multiplier",
@@ -186,6 +193,7 @@ def _run_from_args(args) -> Run:
         diameter=args.diameter,
         convex=args.convex,
         adjacency=args.adjacency,
+        lr_decay=args.lr_decay,
     )
     if args.epochs is not None:
         return Run.from_epochs(epochs=args.epochs, **common)
@@ -225,6 +233,7 @@ def _cmd_epsilon(args) -> int:
         f"run: n = {r.n}, batch size = {r.batch_size} ({r.batching}, q = {r.sampling_rate:.4g}), "
         f"{r.steps} steps ({r.epochs:.4g} epochs), z = {r.noise_multiplier:g}, "
         f"L = {r.lipschitz:g}, lr = {r.learning_rate:g}"
+        + (f" * (t+1)^-{r.lr_decay:g}" if r.lr_decay else "")
     )
     print()
     rows = [["analysis", "applies", "sound", "epsilon", "order", "note"]]
