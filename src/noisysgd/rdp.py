@@ -191,36 +191,8 @@ def sampled_gaussian_rdp(orders, q, sigma) -> np.ndarray:
     alpha = validate_orders(orders)
     p = _check_q(q)
     s = _check_sigma(sigma)
-    if p == 0.0:
-        return np.zeros_like(alpha)
-    if p == 1.0:
-        return alpha / (2.0 * s * s)
-
-    is_int = (alpha == np.floor(alpha)) & (alpha < 2.0**53)
-    out = np.empty_like(alpha)
-    frac_alpha = alpha[~is_int]
-    # Integer neighbours of the fractional orders, for the chord bound.
-    lo = np.floor(frac_alpha)
-    neighbours = np.unique(np.concatenate([lo[lo >= 2], lo + 1]))
-    int_needed = np.unique(np.concatenate([alpha[is_int], neighbours]))
-    int_values = dict(zip(int_needed.tolist(), _rdp_int(int_needed, p, s).tolist()))
-    out[is_int] = [int_values[a] for a in alpha[is_int].tolist()]
-    if frac_alpha.size:
-        chord = np.array(
-            [_chord_bound(a, int_values) for a in frac_alpha.tolist()], dtype=float
-        )
-        series, converged = _rdp_frac(frac_alpha, p, s)
-        if not converged.all():
-            warnings.warn(
-                "The sampled-Gaussian series did not converge at orders "
-                f"{frac_alpha[~converged].tolist()} (q={p}, sigma={s}); using the "
-                "conservative bound by convexity between neighbouring integer orders.",
-                RDPNumericsWarning,
-                stacklevel=2,
-            )
-        out[~is_int] = np.minimum(series, chord)
-    # Final division and rounding: a few ulps, upward.
-    return _monotone_envelope(alpha, out * (1 + 4 * _EPS))
+    out = _sgm_pairs(alpha, p, np.full(alpha.shape, s), stacklevel=3)
+    return _monotone_envelope(alpha, out)
 
 
 def sampled_gaussian_rdp_pairs(orders, q, sigmas) -> np.ndarray:
@@ -249,6 +221,11 @@ def sampled_gaussian_rdp_pairs(orders, q, sigmas) -> np.ndarray:
     bad = ~np.isfinite(sig) | (sig <= 0) | (sig > 1e100)
     if bad.any():
         raise ValueError(f"sigma must be a positive finite number at most 1e100. Found {float(sig[bad][0])!r}.")
+    return _sgm_pairs(alpha, p, sig, stacklevel=3)
+
+
+def _sgm_pairs(alpha: np.ndarray, p: float, sig: np.ndarray, *, stacklevel: int) -> np.ndarray:
+    """S_{α_i}(p, σ_i) elementwise, for validated inputs (see the two public functions)."""
     if p == 0.0:
         return np.zeros_like(alpha)
     if p == 1.0:
@@ -271,11 +248,11 @@ def sampled_gaussian_rdp_pairs(orders, q, sigmas) -> np.ndarray:
         series, converged = _rdp_frac(a, p, s)
         if not converged.all():
             warnings.warn(
-                "The sampled-Gaussian series did not converge at some (order, sigma) pairs "
-                f"(q={p}); using the conservative bound by convexity between neighbouring "
-                "integer orders.",
+                "The sampled-Gaussian series did not converge at orders "
+                f"{a[~converged].tolist()} (q={p}, sigma={s[~converged].tolist()}); using the "
+                "conservative bound by convexity between neighbouring integer orders.",
                 RDPNumericsWarning,
-                stacklevel=2,
+                stacklevel=stacklevel,
             )
         out[frac] = np.minimum(series, chord)
     return out * (1 + 4 * _EPS)
@@ -289,16 +266,6 @@ def _monotone_envelope(alpha: np.ndarray, values: np.ndarray) -> np.ndarray:
     out = np.empty_like(values)
     out[order] = env
     return out
-
-
-def _chord_bound(a: float, int_values: dict) -> float:
-    """(α−1)·D_α is convex in α and 0 at α = 1: bound it by the chord between ⌊α⌋ and ⌈α⌉."""
-    lo = math.floor(a)
-    hi = lo + 1
-    g_lo = 0.0 if lo == 1 else (lo - 1) * int_values[float(lo)]
-    g_hi = (hi - 1) * int_values[float(hi)]
-    g = (hi - a) * g_lo + (a - lo) * g_hi
-    return g / (a - 1) if math.isfinite(g) else math.inf
 
 
 def _log_expm1(x: np.ndarray) -> np.ndarray:
