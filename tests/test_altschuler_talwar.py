@@ -29,6 +29,7 @@ from noisysgd.cli import main
 from noisysgd.rdp import sampled_gaussian_rdp, sampled_gaussian_rdp_pairs
 
 AT = get_analysis("altschuler-talwar")
+SAMPLED = get_analysis("altschuler-talwar-sampled")  # the paper's (B.2)/(B.3), flagged unsound
 COMP = get_analysis("composition")
 ORDERS = [1.5, 2.0, 4.5, 16.0, 64.0]
 
@@ -275,12 +276,15 @@ def test_stops_changing_after_the_window(batching):
     assert np.all(earlier < curve)
 
 
-def test_strong_convexity_reduces_to_the_convex_bound():
-    convex = AT.rdp(run_(), ORDERS)
-    tiny = AT.rdp(run_(strong_convexity=1e-12), ORDERS)
+@pytest.mark.parametrize("analysis,batching", [(SAMPLED, "sample"), (AT, "full")])
+def test_strong_convexity_reduces_to_the_convex_bound(analysis, batching):
+    kw = dict(batching=batching, batch_size=None if batching == "full" else 10,
+              noise_multiplier=200.0 if batching == "full" else 2.0)
+    convex = analysis.rdp(run_(**kw), ORDERS)
+    tiny = analysis.rdp(run_(strong_convexity=1e-12, **kw), ORDERS)
     assert np.allclose(tiny, convex, rtol=1e-6)
-    strong = AT.rdp(run_(strong_convexity=0.5, steps=10**6), ORDERS)
-    assert np.all(strong < AT.rdp(run_(steps=10**6), ORDERS))
+    strong = analysis.rdp(run_(strong_convexity=0.5, steps=10**6, **kw), ORDERS)
+    assert np.all(strong < analysis.rdp(run_(steps=10**6, **kw), ORDERS))
 
 
 def test_over_steps_is_never_tighter_than_single_runs():
@@ -328,8 +332,8 @@ def test_lower_bound_refuses_outside_its_assumptions():
 
 
 def test_theorem_3_1_asymptotics():
-    """For large n the bound matches αL²/(n²σ²)·min(T, T̄) up to a constant that no
-    longer depends on n (Theorem 3.1, with T̄ = Dn/(Lη))."""
+    """For large n the published (B.2) matches αL²/(n²σ²)·min(T, T̄) up to a constant
+    that no longer depends on n (Theorem 3.1, with T̄ = Dn/(Lη))."""
     ratios = {}
     for n in (10**5, 10**6, 10**7):
         b, eta, L, D, z = 100, 0.5, 1.0, 1.0, 20.0
@@ -338,7 +342,7 @@ def test_theorem_3_1_asymptotics():
         for label, T in (("linear", int(t_bar / 100)), ("plateau", int(t_bar * 100))):
             run = Run(n=n, batch_size=b, batching="sample", steps=T, learning_rate=eta, noise_multiplier=z,
                       lipschitz=L, smoothness=1.0, diameter=D, convex=True)
-            value = AT.rdp(run, [4.0])[0]
+            value = SAMPLED.rdp(run, [4.0])[0]
             ratios.setdefault(label, []).append(value / (4.0 * L * L / (n * n * sigma * sigma) * min(T, t_bar)))
     for label, rs in ratios.items():
         assert 0.5 < rs[0] < 64, (label, rs)
@@ -380,28 +384,61 @@ def test_add_remove_halves_the_sensitivity_only_under_poisson():
 
 
 def test_report_details():
-    result = AT.evaluate(run_(steps=10**6), delta=1e-5)
+    result = SAMPLED.evaluate(run_(steps=10**6), delta=1e-5)
     d = result.details
+    assert not result.sound and "conditions on the noise" in d["not_sound"]
     assert d["burn_in_steps"] == math.ceil(1.0 * 1000 / (1.0 * 0.5))
     opt = d["at_optimal_order"]
     assert opt["bound"] == "split (B.2)"
     assert opt["sigma1"] ** 2 + opt["sigma2"] ** 2 == pytest.approx((2.0 / 10) ** 2)
     assert 1 <= opt["window_steps"] < 10**6
     json.dumps(result.to_dict(), allow_nan=False)
+    sound = AT.evaluate(run_(steps=10**6), delta=1e-5)
+    assert sound.sound and "worst-case batches" in sound.details["at_optimal_order"]["bound"]
+    assert "random_batches_note" in sound.details
+
+
+def test_random_batches_sound_bound_is_composition_or_worst_case_batches():
+    """Independent transcription: min{T·S_α(q, z/2), α/(2η²σ²)·min_T̃ T̃(D̃/T̃ + s)², T s²}
+    with s = 2ηL/b, D̃ = D + s, σ = zL/b (every step treated as using the example)."""
+    for T in (1, 50, 5000, 10**7):
+        run = run_(steps=T)
+        eta, L, b, D, z = 0.5, 1.0, 10, 1.0, 2.0
+        s_, sigma = 2 * eta * L / b, z * L / b
+        shift = min([T * s_ * s_] + [w * ((D + s_) / w + s_) ** 2 for w in range(1, min(T, 10**4) + 1)])
+        pabi = np.array(ORDERS) * shift / (2 * eta**2 * sigma**2)
+        expected = np.minimum(T * sampled_gaussian_rdp(ORDERS, 0.01, 1.0), pabi)
+        assert np.allclose(AT.rdp(run, ORDERS), expected, rtol=1e-12)
+
+
+def test_published_B2_is_below_the_true_one_step_divergence():
+    """Why altschuler-talwar-sampled is flagged: one step, b = 1, n = 100, z = 1, the
+    differing example's gradient −L vs +L, others 0.  The outputs are
+    (1−q)N(0,1) + qN(±1,1) (η = L = σ = 1); their D₃₂, by mpmath quadrature, is
+    11.2563.  The paper's S₃₂(0.01, 1/2) (Definition 2.10's direction) is 0.0053;
+    ours (the other direction) is 59.246, so the bound reported stays above the truth."""
+    true_d32 = 11.25632627290157
+    run = Run(n=100, batch_size=1, batching="sample", steps=1, learning_rate=1.0, noise_multiplier=1.0,
+              lipschitz=1.0, smoothness=1.0, diameter=10.0, convex=True)
+    for analysis in (AT, SAMPLED):
+        assert analysis.rdp(run, [32.0])[0] == pytest.approx(59.24627593704455, rel=1e-9)
+        assert analysis.rdp(run, [32.0])[0] > true_d32
 
 
 def test_cli_json_exposes_the_analysis(capsys):
     argv = ["epsilon", "--n", "1000", "--batch-size", "10", "--steps", "1000000", "--lr", "0.5",
             "--noise-multiplier", "2", "--lipschitz", "1", "--smoothness", "1", "--diameter", "1",
             "--convex", "--batching", "sample", "--delta", "1e-5", "--analysis", "altschuler-talwar",
-            "--analysis", "composition", "--json"]
+            "--analysis", "composition", "--analysis", "altschuler-talwar-sampled", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     res = out["analyses"]["altschuler-talwar"]
     assert res["applies"] and res["sound"]
     assert out["best_analysis"] == "altschuler-talwar"
-    assert res["epsilon"] < out["analyses"]["composition"]["epsilon"] / 10
-    assert res["details"]["at_optimal_order"]["bound"] == "split (B.2)"
+    assert res["epsilon"] < out["analyses"]["composition"]["epsilon"]
+    paper = out["analyses"]["altschuler-talwar-sampled"]
+    assert not paper["sound"] and paper["epsilon"] < res["epsilon"]  # tighter, but excluded
+    assert paper["details"]["at_optimal_order"]["bound"] == "split (B.2)"
     api = noisysgd.epsilon(
         Run(n=1000, batch_size=10, batching="sample", steps=10**6, learning_rate=0.5, noise_multiplier=2.0,
             lipschitz=1.0, smoothness=1.0, diameter=1.0, convex=True),
@@ -459,18 +496,25 @@ def test_constant_schedule_reduces_to_B2_and_B3(m):
     for T in (5, 400, 4000):
         constant = run_(steps=T, strong_convexity=m)
         explicit = constant.replace(learning_rate=tuple([0.5] * T))
-        assert np.allclose(AT.rdp(explicit, ORDERS), AT.rdp(constant, ORDERS), rtol=1e-9)
+        assert np.allclose(SAMPLED.rdp(explicit, ORDERS), SAMPLED.rdp(constant, ORDERS), rtol=1e-9)
+        full = constant.replace(batching="full", batch_size=None, noise_multiplier=200.0)
+        full_explicit = full.replace(learning_rate=tuple([0.5] * T))
+        assert np.all(AT.rdp(full_explicit, ORDERS) >= AT.rdp(full, ORDERS) * (1 - 1e-9))
 
 
 def test_decaying_schedule_bound_properties():
     decay = run_(steps=20000, learning_rate=0.8, lr_decay=0.5)
-    bound = AT.rdp(decay, ORDERS)
+    bound = SAMPLED.rdp(decay, ORDERS)
     assert np.all(bound <= COMP.rdp(decay, ORDERS) * (1 + 1e-12))
     # a larger step size everywhere contracts the same and spreads the shift further
-    assert np.all(AT.rdp(decay.replace(learning_rate=0.4), ORDERS) >= bound * (1 - 1e-12))
+    assert np.all(SAMPLED.rdp(decay.replace(learning_rate=0.4), ORDERS) >= bound * (1 - 1e-12))
     # the schedule's first step must satisfy η_0 <= 2/M
-    assert "needs learning rate <= 2/M" in AT.why_not(decay.replace(learning_rate=2.2))
+    assert "needs learning rate <= 2/M" in SAMPLED.why_not(decay.replace(learning_rate=2.2))
     assert "schedules are analysed for random batches only" in AT.why_not(decay.replace(batching="cyclic"))
+    assert "covered only by (5.7), whose proof" in AT.why_not(decay)
+    full = decay.replace(batching="full", batch_size=None, noise_multiplier=200.0)
+    assert AT.why_not(full) is None
+    assert np.all(AT.rdp(full, ORDERS) <= COMP.rdp(full, ORDERS) * (1 + 1e-12))
 
 
 def test_long_polynomial_windows_use_a_conservative_integral():

@@ -238,7 +238,8 @@ def _cmd_epsilon(args) -> int:
     print()
     rows = [["analysis", "applies", "sound", "epsilon", "order", "note"]]
     for name, res in report.results.items():
-        note = res.reason or ("" if res.sound else "not sound: excluded from the best bound")
+        note = res.reason or ("" if res.sound else "not sound, excluded from the best bound: "
+                              + res.details.get("not_sound", "see its documentation"))
         rows.append(
             [
                 name,

@@ -94,8 +94,8 @@ def _composition_eps(run: Run, steps: np.ndarray, orders, delta) -> np.ndarray:
     return _eps_rows(rows, orders, delta)
 
 
-def _at_eps(run: Run, steps: np.ndarray, orders, delta) -> np.ndarray:
-    rows = get_analysis("altschuler-talwar").rdp_over_steps(run, steps, orders)
+def _at_eps(run: Run, steps: np.ndarray, orders, delta, name: str = "altschuler-talwar") -> np.ndarray:
+    rows = get_analysis(name).rdp_over_steps(run, steps, orders)
     return _eps_rows(rows, orders, delta)
 
 
@@ -163,20 +163,28 @@ def altschuler_talwar_figure_data(
     # ---- Figure 1: convex, sampled batches.
     comp = _composition_eps(base, steps, orders, delta)
     at = _at_eps(base, steps, orders, delta)
+    published = _at_eps(base, steps, orders, delta, "altschuler-talwar-sampled")
     t_bar = _burn_in(base)
     plateau = _plateau_start(steps, at)
-    at_label = "Altschuler–Talwar (B.2): only the last iterate released"
+    at_label = "Altschuler–Talwar, sound: last iterate only (worst-case batches)"
+    published_label = "(B.2) as published: NOT sound (proof gap), for comparison"
     comp_label = "composition (RDP): every iterate released"
     fig1_curves = {
         "composition": Curve(comp_label, steps, comp, {"color": "C3", "ls": "--"}),
         "altschuler-talwar": Curve(at_label, steps, at, {"color": "C0", "lw": 2}),
+        "altschuler-talwar-sampled": Curve(published_label, steps, published,
+                                           {"color": "0.45", "ls": ":", "lw": 1.5}),
     }
     out["fig1"] = FigureData(
         name="altschuler-talwar-fig1",
         title="Altschuler & Talwar, Fig. 1: convex losses, sampled batches",
         caption=_run_caption(
             base, delta, orders,
-            extra=f"T̄ = Dn/(Lη) = {t_bar:g}; the bound is constant from T = {plateau:,}.",
+            extra=(
+                f"T̄ = Dn/(Lη) = {t_bar:g}; the sound bound is constant from T = {plateau:,}. "
+                "The published (B.2) conditions on the noise as if batch membership were "
+                "independent of it, which fails (see altschuler-talwar-sampled)."
+            ),
         ),
         curves=fig1_curves,
         vlines={f"T̄ = Dn/(Lη) = {t_bar:g}": t_bar},
@@ -208,7 +216,7 @@ def altschuler_talwar_figure_data(
                 _at_eps(cyc, csteps, orders, delta), {"color": "C0", "lw": 2},
             ),
             "altschuler-talwar-sample": Curve(
-                "Altschuler–Talwar (B.2), sample batches (Fig. 1, for reference)", steps, at,
+                "Altschuler–Talwar, sound, sample batches (Fig. 1, for reference)", steps, at,
                 {"color": "0.45", "ls": ":", "lw": 1.5},
             ),
         },
@@ -216,8 +224,10 @@ def altschuler_talwar_figure_data(
         params={"run": cyc, "delta": delta},
     )
 
-    # ---- Figure 2(b): strongly convex, η = 1/M.
-    sc = base.replace(learning_rate=1.0 / base.smoothness)
+    # ---- Figure 2(b): strongly convex, η = 1/M, full batches (where the sound
+    # analysis uses the contraction: (B.3) with b = n).
+    sc = base.replace(learning_rate=1.0 / base.smoothness, batching="full", batch_size=None,
+                      noise_multiplier=base.noise_multiplier * base.n / base.batch_size)
     curves = {
         "composition": Curve(
             "composition (RDP), any m", steps, _composition_eps(sc, steps, orders, delta),
@@ -229,17 +239,18 @@ def altschuler_talwar_figure_data(
         eps = _at_eps(sc.replace(strong_convexity=m), steps, orders, delta)
         key = f"m={m:g}"
         plateaus[key] = _plateau_start(steps, eps)
-        kind = "convex, (B.2)" if m == 0 else "(B.3)"
+        kind = "convex, (B.1)/(B.2), b = n" if m == 0 else "(B.3), b = n"
         color = ("C0", "C1", "C2", "C4")[i]  # C3 (red) is composition
         curves[key] = Curve(f"Altschuler–Talwar, m = {m:g} {kind}", steps, eps, {"color": color, "lw": 2})
     t_bar_sc = _burn_in(sc)
     plateau_text = ", ".join(f"{k.replace('m=', 'm = ')}: T = {v:,}" for k, v in plateaus.items())
     out["fig2b"] = FigureData(
         name="altschuler-talwar-fig2b",
-        title="Altschuler & Talwar, Fig. 2(b): strongly convex losses, η = 1/M",
+        title="Altschuler & Talwar, Fig. 2(b): strongly convex losses, η = 1/M, full batches",
         caption=_run_caption(
             sc, delta, orders,
             extra=(
+                "Full batches with the same noise per step as Fig. 1 (σ = zL/b). "
                 "m ∈ {0, 0.001, 0.01, 0.1} (contraction c = 1 − ηm); dots: where each bound "
                 f"becomes constant ({plateau_text}). T̄ = Dn/(Lη) = {t_bar_sc:g} (convex)."
             ),
@@ -252,7 +263,7 @@ def altschuler_talwar_figure_data(
 
     # ---- Cross-over: where the bound overtakes composition (RDP and PLD).
     lo_i = int(np.searchsorted(steps, 30))
-    hi_i = int(np.searchsorted(steps, 3 * 10**5, side="right")) - 1
+    hi_i = steps.size - 1
     view = slice(lo_i, hi_i + 1)
     cross_rdp = _first_below(steps, comp, at)
     cross_curves = {
@@ -278,8 +289,8 @@ def altschuler_talwar_figure_data(
         caption=_run_caption(
             base, delta, orders,
             extra=(
-                "Below the cross-over the A&T bound is the composition RDP bound (its composition "
-                "branch), so the two lines coincide."
+                "Below the cross-over the sound A&T bound is the composition RDP bound (its "
+                "composition branch), so the two lines coincide."
                 + (
                     " PLD: dp_accounting's PLD accountant (pessimistic, value discretisation 1e-4) "
                     "at a few T (dots), plus a bisection on the grid for the cross-over."

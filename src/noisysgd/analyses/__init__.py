@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from .base import Analysis, AnalysisResult, RDPAnalysis
-from .altschuler_talwar import AltschulerTalwar
+from .altschuler_talwar import AltschulerTalwar, AltschulerTalwarSampled
 from .composition import Composition, CompositionPLD
 
 __all__ = ["Analysis", "AnalysisResult", "RDPAnalysis", "ANALYSES", "get_analysis"]
 
 #: Every analysis the library implements, by the name the CLI and API use.
 ANALYSES: dict[str, Analysis] = {
-    a.name: a for a in (Composition(), CompositionPLD(), AltschulerTalwar())
+    a.name: a for a in (
+        Composition(), CompositionPLD(), AltschulerTalwar(), AltschulerTalwarSampled()
+    )
 }
 
 

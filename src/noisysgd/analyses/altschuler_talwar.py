@@ -10,8 +10,14 @@ this library's convention σ = z·L/b (:mod:`noisysgd.run`).  When only the
 final iterate is released, the Rényi divergence stops growing once T passes
 a burn-in T̄ ≈ Dn/(Lη) (Theorem 3.1).  What is implemented, per batching:
 
-``poisson``, ``sample`` — bound (B.2) for convex losses, (B.3) for
-    m-strongly convex ones:  min{ T·S_α(b/n, bσ/2L),
+``poisson``, ``sample`` — the smaller of the composition branch
+    T·S_α(b/n, bσ/2L) and the shift-budget bound of ``full`` below with a use
+    of the differing example at *every* step: conditional on the batch
+    sequence the run is a deterministic-batch contractive noisy iteration, and
+    a mixture over batch sequences is bounded by its worst component (joint
+    quasi-convexity, Lemma 2.6).  This converges in T but pays 2ηL/b per step
+    instead of the paper's amplified rate.  The paper's own bound (B.2)/(B.3),
+    min{ T·S_α(b/n, bσ/2L),
     min_{σ₁²+σ₂²=σ²} min_{T̃∈{1..T−1}} T̃·S_α(b/n, bσ₂/2L) + α D² φ(T̃) / (2η²σ₁²) },
     with φ(T̃) = 1/T̃ (convex, Step 4 of the proof of Theorem 3.1) or
     φ(T̃) = (1−c²)/(c^{−2T̃}−1) (strongly convex, footnote 15 and (B.3)),
@@ -19,7 +25,10 @@ a burn-in T̄ ≈ Dn/(Lη) (Theorem 3.1).  What is implemented, per batching:
     (a grid in logit(σ₂²/σ²), then golden-section refinement of the best
     bracket; every evaluated split is a valid bound, so the minimum over them
     is one); T̃ in closed form (the objective is convex in T̃; floor/ceiling of
-    the continuous optimum).  The cost does not depend on T.
+    the continuous optimum).  The cost does not depend on T.  Its proof has a
+    gap (it conditions on the noise as if batch membership were independent of
+    it), so it is the separate, **unsound** analysis ``altschuler-talwar-sampled``
+    (:class:`AltschulerTalwarSampled`), kept for comparison and figures.
 ``full`` — the smaller of (B.1), with D̃ = D + 2ηL/n, and (B.2)/(B.3) with
     b = n (q = 1: the sampled Gaussian is the Gaussian mechanism; the proof
     of Theorem 3.1 goes through with P[i* ∈ B] = 1).
@@ -37,11 +46,17 @@ a burn-in T̄ ≈ Dn/(Lη) (Theorem 3.1).  What is implemented, per batching:
     The n mod b examples left over by ``⌊n/b⌋`` batches per epoch are never
     used (footnote 3 of Ye & Shokri; the trainer drops them).
 
-Strong convexity is used only where the contraction holds almost surely with
-the same c at every step: fixed-size batches (``sample``, ``full``).  Under
-``poisson`` an empty batch makes the step the identity (c = 1), and under
-``cyclic``/``shuffle`` the paper gives no strongly convex variant; there the
-convex bound is used (valid, since a c-contraction is a contraction).
+Strong convexity (c < 1) is used only where the contraction holds almost
+surely with the same c at every step and a bound exploits it: ``full`` (and
+``sample`` in the unsound ``altschuler-talwar-sampled``).  Under ``poisson`` an
+empty batch makes the step the identity (c = 1); elsewhere the convex bound
+is used (valid, since a c-contraction is a contraction).
+
+S_α here is :func:`~noisysgd.rdp.sampled_gaussian_rdp`, D_α(mixture ‖ N), the
+larger direction; the paper's Definition 2.10 takes D_α(N ‖ mixture), which
+under replace adjacency is *below* the true one-step divergence (see
+:class:`AltschulerTalwarSampled`), so the larger one is required, not just
+conservative.
 
 Adjacency (Remark B.2): ``replace`` uses the gradient sensitivity 2L.
 ``add-remove`` halves it to L under ``poisson`` (inclusion is independent and
@@ -456,6 +471,10 @@ def lower_bound_rdp(run: Run) -> tuple[float | None, str | None]:
     linear losses over [−D/2, D/2], provided D ≥ c_D·η·L and
     σ² ≤ c_σ·D²/(η²T̄) (σ = z·L/b).  Replace adjacency, random batches.
 
+    Capped at (0.1 − log(100)/99)·min(T, T̄)/T̄, the largest ε its proof
+    (Appendix A.4, via the RDP-to-DP conversion) actually rules out.  Not for
+    strongly convex losses (the construction is linear).
+
     Returns (value, None) where the assumptions hold, else (None, reason).
     """
     if run.diameter is None:
@@ -466,6 +485,8 @@ def lower_bound_rdp(run: Run) -> tuple[float | None, str | None]:
         return None, "Theorem 4.1 is stated for random batches (poisson/sample)"
     if not run.constant_learning_rate:
         return None, "Theorem 4.1 is stated for a constant step size"
+    if run.strong_convexity > 0:
+        return None, "Theorem 4.1's losses are linear, not strongly convex"
     D, eta, L, n = run.diameter, run.learning_rate, run.lipschitz, run.n
     sigma = run.sigma("altschuler-talwar")
     t_bar = 0.75 * D * n / (L * eta)
@@ -474,7 +495,11 @@ def lower_bound_rdp(run: Run) -> tuple[float | None, str | None]:
     if sigma * sigma > _C_SIGMA * D * D / (eta * eta * t_bar):
         return None, "Theorem 4.1 needs σ² <= c_σ·D²/(η²·T̄)"
     value = _C_ALPHA * LOWER_BOUND_ORDER * L * L / (n * n * sigma * sigma) * min(run.steps, t_bar)
-    return value, None
+    # The proof (Appendix A.4) rules out (100, ε)-RDP only for ε below
+    # 0.1 − log(100)/99 after T̄ steps (and proportionally less before, by
+    # composition); the stated formula grows without limit as σ → 0, so cap it.
+    cap = (0.1 - math.log(LOWER_BOUND_ORDER) / (LOWER_BOUND_ORDER - 1)) * min(run.steps, t_bar) / t_bar
+    return min(value, cap), None
 
 
 # --------------------------------------------------------------------------- the analysis
@@ -494,6 +519,8 @@ class AltschulerTalwar(RDPAnalysis):
 
     name = "altschuler-talwar"
     citation = _CITATION
+    #: Whether random batches get the paper's (B.2)/(B.3) (see AltschulerTalwarSampled).
+    _paper_sampling = False
 
     def assumptions(self) -> list[str]:
         return [
@@ -528,6 +555,13 @@ class AltschulerTalwar(RDPAnalysis):
                 "step-size schedules are analysed for random batches only (§5.3: poisson, sample, "
                 f"full); not for {run.batching} batching"
             )
+        if (not run.constant_learning_rate and run.batching in ("poisson", "sample")
+                and not self._paper_sampling):
+            return (
+                "step-size schedules with random batches are covered only by (5.7), whose proof "
+                "shares the gap of (B.2) (see altschuler-talwar-sampled); use full batches or a "
+                "constant step size"
+            )
         if run.batching == "poisson":
             limit = 2.0 * run.batch_size / (run.n * M)
             if eta > limit:
@@ -556,24 +590,38 @@ class AltschulerTalwar(RDPAnalysis):
         # Sensitivity of the batch-gradient *sum* relative to L (Remark B.2).
         factor = 1.0 if (run.adjacency == "add-remove" and run.batching == "poisson") else 2.0
         out = dict(sigma=sigma, log_c=log_c, factor=factor, strongly=strongly)
-        if not run.constant_learning_rate:  # §5.3: only the split bound, with a window table
+        random = run.batching in ("poisson", "sample")
+        split = run.batching == "full" or (random and self._paper_sampling)
+        if random:  # the composition branch T·S_α(b/n, bσ/2L) is always valid
+            out.update(composition=(b / n, run.noise_multiplier / factor))
+        if split:
             out.update(q=1.0 if run.batching == "full" else b / n,
-                       noise_to_sensitivity=run.noise_multiplier / factor, schedule=True)
+                       noise_to_sensitivity=run.noise_multiplier / factor)
+        if not run.constant_learning_rate:  # §5.3: only the split bound, with a window table
+            out["schedule"] = True
             return out
-        if run.batching in ("poisson", "sample", "full"):
-            out["q"] = 1.0 if run.batching == "full" else b / n
-            out["noise_to_sensitivity"] = run.noise_multiplier / factor
-        if run.batching in ("cyclic", "shuffle", "full"):
-            s = factor * eta * L / b
-            out.update(step_shift=s, diameter_shift=D + s, batches_per_epoch=run.steps_per_epoch)
+        if not split or run.batching == "full":
+            # cyclic/shuffle: Theorem 5.8; full: (B.1); random batches: the same
+            # shift budget with a use at every step (worst-case batch sequence).
+            s_ = factor * eta * L / b
+            K = 1 if (random or run.batching == "full") else run.steps_per_epoch
+            out.update(step_shift=s_, diameter_shift=D + s_, batches_per_epoch=K)
         return out
 
     def rdp_with_details(self, run: Run, orders):
+        reason = self.why_not(run)
+        if reason is not None:
+            raise ValueError(f"run does not satisfy the assumptions of {self.name}: {reason}")
         alpha = validate_orders(orders)
         g = self._regime(run)
         sigma, eta, D = g["sigma"], run.learning_rate, run.diameter
         per_order: dict[str, np.ndarray] = {}
         curve = np.full(alpha.shape, np.inf)
+        if "composition" in g and "q" not in g:
+            q, ns = g["composition"]
+            curve = run.steps * sampled_gaussian_rdp(alpha, q, ns)
+            per_order.update(bound=np.full(alpha.shape, "composition (T·S_α)"),
+                             window_steps=np.full(alpha.shape, float(run.steps)))
         if "q" in g:
             scale, table = self._split_inputs(run, g, alpha)
             values, u, window = split_bound(
@@ -596,12 +644,14 @@ class AltschulerTalwar(RDPAnalysis):
                 batches_per_epoch=g["batches_per_epoch"], steps=run.steps,
             )
             pabi = alpha * cost / (2.0 * eta * eta * sigma * sigma)
-            label = "(B.1)" if run.batching == "full" else "Theorem 5.8 (5.6)"
+            label = {"full": "(B.1)", "cyclic": "Theorem 5.8 (5.6)", "shuffle": "Theorem 5.8 (5.6)"}.get(
+                run.batching, "(B.1)-form PABI, worst-case batches (quasi-convexity)")
             if per_order:
                 take = pabi < curve
                 per_order["bound"] = np.where(take, label, per_order["bound"])
-                per_order["sigma1"] = np.where(take, sigma, per_order["sigma1"])
-                per_order["sigma2"] = np.where(take, 0.0, per_order["sigma2"])
+                for key, value in (("sigma1", sigma), ("sigma2", 0.0)):
+                    if key in per_order:
+                        per_order[key] = np.where(take, value, per_order[key])
                 per_order["window_steps"] = np.where(take, float(window), per_order["window_steps"])
                 curve = np.minimum(curve, pabi)
             else:
@@ -633,9 +683,9 @@ class AltschulerTalwar(RDPAnalysis):
         grid) is computed once.  Each row is the minimum of valid bounds: the
         composition branch, the best split on the grid at that T, the refined
         split found for the largest T wherever its window T̃ fits (T − 1 ≥ T̃),
-        and, for cyclic/shuffle/full, (5.6)/(B.1) at that T.  A row can be
-        looser than :meth:`rdp` at the same T by the grid's resolution
-        (about 1e-4 relative), never tighter.
+        and the shift-budget bound ((5.6), (B.1) or its worst-case-batch form) at
+        that T.  Both this and :meth:`rdp` return valid bounds from numerical
+        searches over the split; either can be slightly tighter than the other.
         """
         reason = self.why_not(run)
         if reason is not None:
@@ -651,6 +701,9 @@ class AltschulerTalwar(RDPAnalysis):
             for row, T in enumerate(ts.tolist()):
                 out[row] = self.rdp(_with_steps(run, T), alpha)
             return out
+        if "composition" in g and "q" not in g:
+            q, ns = g["composition"]
+            out[:] = ts[:, None] * sampled_gaussian_rdp(alpha, q, ns)[None, :]
         if "q" in g:
             q, ns, log_c = g["q"], g["noise_to_sensitivity"], g["log_c"]
             scale = alpha * D * D / (2.0 * eta * eta * sigma * sigma)
@@ -695,14 +748,60 @@ class AltschulerTalwar(RDPAnalysis):
             "strong_convexity_used": g["log_c"] != 0.0,
             "gradient_sensitivity": g["factor"] * run.lipschitz,
         }
-        if run.strong_convexity > 0 and g["log_c"] == 0.0:
+        if run.strong_convexity > 0 and (g["log_c"] == 0.0 or "q" not in g):
             out["strong_convexity_note"] = (
-                f"m > 0 is not used under {run.batching} batching (the step is not almost surely "
-                "c-contractive with c < 1 there); the convex bound is reported"
+                f"m > 0 is not used by this bound under {run.batching} batching; the convex bound "
+                "is reported (valid, since a c-contraction is a contraction)"
+            )
+        if run.batching in ("poisson", "sample") and not self._paper_sampling:
+            out["random_batches_note"] = (
+                "the paper's (B.2)/(B.3) for random batches rest on a conditioning step that does "
+                "not hold as written (see altschuler-talwar-sampled); this analysis reports the "
+                "smaller of composition and the shift-budget bound for the worst batch sequence"
             )
         if run.batching in ("shuffle", "cyclic"):
             out["examples_dropped_per_epoch"] = run.n % run.batch_size
         lb, _ = lower_bound_rdp(run)
         if lb is not None:
             out["lower_bound_rdp_order_100"] = lb
+        return out
+
+
+class AltschulerTalwarSampled(AltschulerTalwar):
+    """Altschuler & Talwar's (B.2)/(B.3) (and (5.7) for schedules) for random batches,
+    as published — computed for comparison and figures, **not sound**.
+
+    Why it is flagged.  The proof of Theorem 3.1 (Steps 2–3) splits the noise,
+    conditions on the sampling part Z, and treats the two conditional processes
+    as contractive noisy iterations with the *same* random update maps.  But
+    on the second dataset Z'_t = N_t + m_t·1[i* ∈ B_t], so conditioning on
+    Z'_t = z changes the law of whether i* is in the batch, while on the first
+    dataset it does not: the conditional update maps differ in law, and the
+    second term of (3.3) is not 0 at τ = 0 as the proof uses.  Concretely, at
+    T = 1, b = 1, n = 100, z = 1 and a gradient flipped from −L to +L, the
+    true D₃₂ between the two outputs is 11.26 (mpmath quadrature), while the
+    published (B.2) gives S₃₂(0.01, 1/2) = 0.0053 in the paper's direction of
+    Definition 2.10 (this library's larger direction gives 59.2, so its
+    composition branch stays valid; the split branch is not repaired by that).
+    Numerical checks on small models found no violation of the split branch,
+    but no proof is known to us; until one is, it never counts as a guarantee.
+    """
+
+    name = "altschuler-talwar-sampled"
+    sound = False
+    _paper_sampling = True
+    unsound_reason = (
+        "the proof of (B.2)/(B.3) conditions on the noise as if batch membership were "
+        "independent of it; it is not on the second dataset (at T = 1 the published bound is "
+        "below the true divergence)"
+    )
+
+    def why_not(self, run: Run) -> str | None:
+        if run.batching not in ("poisson", "sample"):
+            return f"covers random batches (poisson, sample) only; use altschuler-talwar for {run.batching}"
+        return super().why_not(run)
+
+    def details(self, run: Run) -> dict:
+        out = super().details(run)
+        out["not_sound"] = self.unsound_reason
         return out
