@@ -396,7 +396,9 @@ def cyclic_shift_cost(*, diameter_shift: float, step_shift: float, batches_per_e
     minorant of the points (t, C_t).  Using the example at the *last* step of
     each epoch makes C_t smallest for every t < T, and assuming a use in each
     partial epoch at the window's ends makes C_T largest; that budget bounds
-    every position pattern (a lower barrier shrinks the feasible set, and
+    every position pattern, including epochs in which a shuffled example is
+    among the n mod b dropped ones (s_t need only bound sup‖ϕ_t − ϕ'_t‖, so a
+    fictitious use at an epoch's last step is allowed) (a lower barrier shrinks the feasible set, and
     scaling the minimiser for a larger C_T gives a feasible point for a smaller
     one).  Windows starting inside an epoch are dominated by the window
     starting at that epoch's beginning, so τ runs over epoch boundaries; at
