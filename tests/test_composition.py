@@ -60,11 +60,23 @@ def test_poisson_composition_matches_dp_accounting_rdp(q, z, steps, adjacency):
     assert ours.best.order == ref_order
 
 
-def test_sample_is_accounted_like_poisson():
-    kw = dict(steps=2000, noise_multiplier=0.9)
+def test_sample_is_accounted_like_poisson_under_replace():
+    kw = dict(steps=2000, noise_multiplier=0.9, adjacency="replace")
     a = noisysgd.epsilon(run_(batching="sample", **kw), delta=1e-6, analyses=["composition"])
     b = noisysgd.epsilon(run_(batching="poisson", **kw), delta=1e-6, analyses=["composition"])
     assert a.epsilon == b.epsilon
+
+
+def test_sample_keeps_sensitivity_2L_under_add_remove():
+    """Adding an example to fixed-size batches replaces one in the batch (probability
+    b/(n+1)): the step is the sampled Gaussian with sensitivity 2L, i.e. z/2, not z."""
+    kw = dict(steps=2000, noise_multiplier=0.9)
+    add_remove = noisysgd.epsilon(run_(batching="sample", **kw), delta=1e-6, analyses=["composition"])
+    replace = noisysgd.epsilon(run_(batching="sample", adjacency="replace", **kw), delta=1e-6,
+                               analyses=["composition"])
+    poisson = noisysgd.epsilon(run_(batching="poisson", **kw), delta=1e-6, analyses=["composition"])
+    assert add_remove.epsilon == replace.epsilon > poisson.epsilon
+    assert add_remove.results["composition"].details["sensitivity"] == 2.0
 
 
 @pytest.mark.parametrize("batching", ["shuffle", "cyclic"])

@@ -12,7 +12,9 @@ the differing example:
   sampled Gaussian with sensitivity 2L, as Altschuler & Talwar's baseline
   (1.1) and their Appendix B do (Remark B.2: 2L → L for add/remove).  For
   ``sample`` (fixed-size batches) we follow Altschuler & Talwar, who account
-  their uniformly sampled batches with the same S_α(b/n, ·).
+  their uniformly sampled batches with the same S_α(b/n, ·).  Under
+  ``add-remove``, ``sample`` keeps the sensitivity 2L (adding an example to a
+  fixed-size batch replaces another one); only ``poisson`` gets L.
 * ``shuffle`` and ``cyclic``: an example is used at most once per epoch and
   *not* at a random step independent of the others, so there is no
   amplification by sampling: one Gaussian mechanism per (possibly partial)
@@ -48,13 +50,25 @@ _ASSUMPTIONS = [
 
 def _mechanism(run: Run) -> tuple[str, int, float, float]:
     """(kind, count, sampling rate, noise/sensitivity) of the composed mechanism."""
-    sigma = run.noise_to_sensitivity
+    sigma = run.noise_multiplier * run.lipschitz / _sensitivity(run)
     if run.batching in ("poisson", "sample"):
         if run.batch_size == run.n:
             return "gaussian", run.steps, 1.0, sigma
         return "sampled-gaussian", run.steps, run.sampling_rate, sigma
     # shuffle/cyclic: once per (possibly partial) epoch; full: every step (1 step per epoch).
     return "gaussian", run.epochs_touched, 1.0, sigma
+
+
+def _sensitivity(run: Run) -> float:
+    """Sensitivity of one step's gradient sum.  ``sample`` keeps 2L under add/remove:
+    a fixed-size batch of the larger dataset either misses the extra example
+    (then it is distributed as the smaller dataset's batch) or holds it with
+    b − 1 others, coupled to the smaller dataset's batch of those b − 1 plus one
+    more uniform example — a replacement within the batch, with probability
+    b/(n+1) ≤ b/n."""
+    if run.batching == "sample":
+        return 2.0 * run.lipschitz
+    return run.sensitivity
 
 
 def _details(run: Run) -> dict:
@@ -64,7 +78,7 @@ def _details(run: Run) -> dict:
         "compositions": count,
         "sampling_rate": q,
         "noise_to_sensitivity": sigma,
-        "sensitivity": run.sensitivity,
+        "sensitivity": _sensitivity(run),
     }
 
 
