@@ -282,12 +282,20 @@ class Run:
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the *sum* of per-example gradients: 2L (replace) or L (add-remove)."""
-        return (2.0 if self.adjacency == "replace" else 1.0) * self.lipschitz
+        """L2 sensitivity of one step's gradient *sum*: 2L under replace, L under
+        add-remove — except fixed-size ``sample`` batches, which keep 2L: a batch
+        of the larger dataset either misses the extra example (then it is
+        distributed as the smaller dataset's batch) or holds it with b − 1
+        others, coupled to the smaller dataset's batch of those b − 1 plus one
+        more uniform example — a replacement within the batch, with
+        probability b/(n+1) ≤ b/n."""
+        if self.adjacency == "replace" or self.batching == "sample":
+            return 2.0 * self.lipschitz
+        return self.lipschitz
 
     @property
     def noise_to_sensitivity(self) -> float:
-        """Noise std on the gradient sum divided by its sensitivity: z/2 (replace) or z."""
+        """Noise std on the gradient sum divided by its sensitivity: z/2 (2L) or z (L)."""
         return self.noise_multiplier * self.lipschitz / self.sensitivity
 
     def sigma(self, convention: str) -> float:

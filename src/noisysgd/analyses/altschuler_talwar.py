@@ -590,7 +590,8 @@ class AltschulerTalwar(RDPAnalysis):
         strongly = run.strong_convexity > 0 and run.batching in ("sample", "full")
         log_c = _log_contraction(eta, run.strong_convexity, run.smoothness) if strongly else 0.0
         # Sensitivity of the batch-gradient *sum* relative to L (Remark B.2).
-        factor = 1.0 if (run.adjacency == "add-remove" and run.batching == "poisson") else 2.0
+        # (add/remove for shuffle/cyclic/full is refused in why_not).
+        factor = run.sensitivity / L
         out = dict(sigma=sigma, log_c=log_c, factor=factor, strongly=strongly)
         random = run.batching in ("poisson", "sample")
         split = run.batching == "full" or (random and self._paper_sampling)

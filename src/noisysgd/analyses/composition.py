@@ -50,25 +50,13 @@ _ASSUMPTIONS = [
 
 def _mechanism(run: Run) -> tuple[str, int, float, float]:
     """(kind, count, sampling rate, noise/sensitivity) of the composed mechanism."""
-    sigma = run.noise_multiplier * run.lipschitz / _sensitivity(run)
+    sigma = run.noise_to_sensitivity
     if run.batching in ("poisson", "sample"):
         if run.batch_size == run.n:
             return "gaussian", run.steps, 1.0, sigma
         return "sampled-gaussian", run.steps, run.sampling_rate, sigma
     # shuffle/cyclic: once per (possibly partial) epoch; full: every step (1 step per epoch).
     return "gaussian", run.epochs_touched, 1.0, sigma
-
-
-def _sensitivity(run: Run) -> float:
-    """Sensitivity of one step's gradient sum.  ``sample`` keeps 2L under add/remove:
-    a fixed-size batch of the larger dataset either misses the extra example
-    (then it is distributed as the smaller dataset's batch) or holds it with
-    b − 1 others, coupled to the smaller dataset's batch of those b − 1 plus one
-    more uniform example — a replacement within the batch, with probability
-    b/(n+1) ≤ b/n."""
-    if run.batching == "sample":
-        return 2.0 * run.lipschitz
-    return run.sensitivity
 
 
 def _details(run: Run) -> dict:
@@ -78,7 +66,7 @@ def _details(run: Run) -> dict:
         "compositions": count,
         "sampling_rate": q,
         "noise_to_sensitivity": sigma,
-        "sensitivity": _sensitivity(run),
+        "sensitivity": run.sensitivity,
     }
 
 
