@@ -5,13 +5,15 @@ from __future__ import annotations
 from .base import Analysis, AnalysisResult, RDPAnalysis
 from .altschuler_talwar import AltschulerTalwar, AltschulerTalwarSampled
 from .composition import Composition, CompositionPLD
+from .ye_shokri import Chourasia, YeShokri, YeShokriNaive
 
 __all__ = ["Analysis", "AnalysisResult", "RDPAnalysis", "ANALYSES", "get_analysis"]
 
 #: Every analysis the library implements, by the name the CLI and API use.
 ANALYSES: dict[str, Analysis] = {
     a.name: a for a in (
-        Composition(), CompositionPLD(), AltschulerTalwar(), AltschulerTalwarSampled()
+        Composition(), CompositionPLD(), AltschulerTalwar(), AltschulerTalwarSampled(),
+        YeShokri(), YeShokriNaive(), Chourasia(),
     )
 }
 

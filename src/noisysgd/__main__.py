@@ -1,0 +1,7 @@
+"""``python -m noisysgd``: the same as the ``noisysgd`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,603 @@
+"""Ye & Shokri, and Chourasia et al.: convergent privacy of strongly convex Noisy-SGD.
+
+J. Ye and R. Shokri, *Differentially Private Learning Needs Hidden State (Or
+Much Faster Convergence)* (NeurIPS 2022; ``shared/papers/001``), and R.
+Chourasia, J. Ye and R. Shokri, *Differential Privacy Dynamics of Langevin
+Diffusion and Noisy Gradient Descent* (NeurIPS 2021).
+
+Their update (Algorithm 1): θ ← θ − η·g(θ; B) + √(2ησ²)·N(0, I), g the
+gradient averaged over the batch of b examples.  In this library's
+convention σ = z·L·√(η/2)/b (:mod:`noisysgd.run`), and every formula below
+depends on the noise only through the one-step Rényi divergence of a use of
+the differing example,
+
+    ρ(α) = α·η·S_g²/(4σ²b²) = α/(2ν²),
+
+ν = noise std on the gradient sum / its sensitivity (``run.noise_to_sensitivity``;
+S_g = 2L under replace-one, so ν = z/2 and ρ = 2α/z², their Corollary 5.3).
+λ is the strong convexity m, β the smoothness M of the (regularised) loss,
+and every theorem needs η < 2/(λ + β), which makes one gradient step a
+(1 − ηλ)-contraction; c² = (1 − ηλ)² below.  With
+
+    ε₀ʲ(α) = ρ(α)·c^{2(j−1)} / Σ_{s=0}^{j−1} c^{2s},   j = 1, …, l = ⌊n/b⌋
+
+(the privacy of a use followed by j − 1 steps that do not touch it), the
+analyses are, per batching:
+
+``cyclic`` — Theorem 3.3 (3): for the differing example in batch j₀ of a
+    fixed order, ε ≤ ε₀^h·(1 − c^{2(K−1)(l−h)})/(1 − c^{2(l−h)}) + ε₀^{l−j₀},
+    h = ⌊n/(2b)⌋ = ⌊l/2⌋.  The worst position is the last batch (ε₀¹ = ρ);
+    :meth:`YeShokri.rdp_per_position` gives every position.
+``shuffle`` — Theorem 4.2 (5): the same first term plus
+    (1/(α−1))·log Avg_{j₀} exp((α−1)·ε₀^{l−j₀}), computed with logsumexp
+    (their footnote 4 shifts by ε₀¹ to avoid the overflow; logsumexp is exact).
+    Stated for whole epochs; a run that stops inside an epoch gets the
+    fixed-order bound at the worst position (valid for every order, hence for
+    the shuffled mixture by joint quasi-convexity) — say it in the details.
+``sample`` — Theorem 4.3 (6): ε ≤ log(S)/(α−1) with S₀ = 1 and
+    S ← q·e^{(α−1)ρ}·S + (1−q)·S^{c²}, q = b/n, once per step.  Run in log
+    space; the map s ↦ f(s) is increasing and convex and f(s) − s is
+    non-increasing, so the iterates increase to the smallest fixed point s* if
+    there is one.  Once the iteration stalls, s̄ slightly above it is
+    *certified* by checking f(s̄) ≤ s̄ (then every later iterate is ≤ s̄), so
+    K = 10⁶ epochs cost what K = 100 do.  Without a fixed point (q·e^{(α−1)ρ}
+    ≥ 1: the order is useless) or when the iteration is cut at
+    ``_MAX_ITERATIONS`` steps, s_T ≤ s_t + (T − t)·(f(s_t) − s_t) bounds the
+    rest (the increments never grow).
+``full`` — Theorems 3.3/4.2 need l ≥ 2 (h = 0 is undefined), so full
+    batches get their Theorem 2.1 with b = n, which is Chourasia et al.'s
+    bound (below).  (Their Appendix D.7 proves a tighter full-batch bound; it
+    is not in our copy of the paper, so it is not implemented.)
+``poisson`` — not covered (Theorem 4.3 is for fixed-size batches).
+
+Theorem 2.1, the *naive* extension of Chourasia et al. (``ye-shokri-naive``):
+ε ≤ α·S_g²/(λσ²b²)·(1 − e^{−ληK/2}) = 4ρ/(ηλ)·(1 − e^{−ληK/2}), with K the
+number of steps that can use the differing example: one per epoch under
+``shuffle``/``cyclic`` (epochs touched), every step under ``sample`` and
+``full``.  (Steps that do not use it are the same Markov kernel on both
+datasets and cannot increase the divergence, so counting only the uses is
+valid; with K = all steps the bound would only be larger.)
+
+``chourasia`` — Chourasia, Ye & Shokri (2021), Theorem 2, full batches:
+ε ≤ α·S_g²/(λσ²n²)·(1 − e^{−ληK/2}), K = steps, under *their* conditions:
+η < 1/β (stricter than 2/(λ + β); we keep the stricter one) and the start
+θ₀ ~ Π_C(N(0, (2σ²/λ)·I)), which the trainer must use.
+
+Why these are sound where Altschuler & Talwar's (B.2) is not (issue 3): the
+only randomness that the proofs average over is the batch selection, which
+is independent of the noise and has the *same* law on both datasets; the
+mixture is then handled by the joint convexity of exp((α−1)R_α) (Lemma 4.1),
+never by conditioning on the noise.  Their Lemma 3.2 needs a log-Sobolev
+constant for the iterates; Theorem 3.3's proof derives it from the
+contraction, which is what Ryffel et al.'s Lemma 3.4 lacks for the mixture
+process (see ``ryffel``).  Our copy of the paper omits the appendices with
+the proofs (D.5, E); we rely on the published statements.
+
+Projection.  Their algorithm is unconstrained.  A run that projects onto a
+convex set K (``diameter`` set) is covered too: with ω_t = Π_K(y_t), the
+pre-projection iterates follow y_{t+1} = f(Π_K(y_t)) + noise, which is their
+Algorithm 1 with the step map f∘Π_K — still (1 − ηλ)-Lipschitz (Π_K is
+1-Lipschitz) and still within η·S_g/b of the other dataset's map at every
+point — the only two properties the theorems use; the released Π_K(y_T) is
+post-processing.  The constants need to hold on K only.
+
+Adjacency.  The theorems are for replace-one neighbours.  Under ``sample``,
+add/remove reduces to a replacement inside the batch with probability
+b/(n+1) ≤ b/n (see :attr:`noisysgd.run.Run.sensitivity`; the recursion is
+increasing in q), so it is covered with S_g = 2L.  Under ``shuffle``,
+``cyclic`` and ``full`` adding an example changes the partition (or the
+denominator n): refused, as in ``altschuler-talwar``.
+
+Dropped examples: with ⌊n/b⌋ batches per epoch the n mod b left-over
+examples are never used (their footnote 3); the trainer drops them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+from ..rdp import validate_orders
+from ..run import Run
+from .base import RDPAnalysis
+
+__all__ = [
+    "YeShokri",
+    "YeShokriNaive",
+    "Chourasia",
+    "epsilon0",
+    "fixed_order_rdp",
+    "shuffle_rdp",
+    "sampling_rdp",
+    "naive_rdp",
+]
+
+_CITATION = (
+    "Ye & Shokri, Differentially Private Learning Needs Hidden State (Or Much Faster "
+    "Convergence) (NeurIPS 2022), Theorems 3.3, 4.2, 4.3 (and 2.1 for full batches)"
+)
+_NAIVE_CITATION = (
+    "Ye & Shokri (NeurIPS 2022), Theorem 2.1: the naive extension of Chourasia et al. to "
+    "mini-batches (for comparison)"
+)
+_CHOURASIA_CITATION = (
+    "Chourasia, Ye & Shokri, Differential Privacy Dynamics of Langevin Diffusion and Noisy "
+    "Gradient Descent (NeurIPS 2021), Theorem 2 (= Ye & Shokri Theorem 2.1 with b = n)"
+)
+
+#: Steps iterated in Theorem 4.3 before the remaining ones are bounded in closed form.
+_MAX_ITERATIONS = 200_000
+#: Steps after which an order without a fixed point switches to the linear bound.
+_SETTLE_ITERATIONS = 2_000
+#: Relative stall at which a fixed point is certified for Theorem 4.3.
+_STALL = 1e-13
+#: Chunk of positions for the log-average of Theorem 4.2 (memory).
+_CHUNK = 4096
+
+
+# ------------------------------------------------------------------ formulas
+
+
+def _log_c2(eta: float, lam: float) -> float:
+    """log (1 − ηλ)², the per-step contraction of Rényi divergence / α."""
+    if not (0.0 < eta * lam < 1.0):
+        raise ValueError(f"learning_rate * strong_convexity must be in (0, 1). Found {eta * lam!r}.")
+    return 2.0 * math.log1p(-eta * lam)
+
+
+def epsilon0(j, rho, log_c2):
+    """ε₀ʲ(α) of Theorems 3.3/4.2: ρ·c^{2(j−1)}/Σ_{s<j} c^{2s}, computed as
+    ρ·c^{2(j−1)}·(1 − c²)/(1 − c^{2j}) with expm1 (accurate for c → 1).
+
+    ``j`` (≥ 1) and ``rho`` broadcast; ``log_c2`` = log c² < 0.
+    """
+    j = np.asarray(j, dtype=float)
+    return np.asarray(rho) * np.exp((j - 1.0) * log_c2) * (np.expm1(log_c2) / np.expm1(j * log_c2))
+
+
+def _first_term(rho, log_c2, batches: int, epochs):
+    """ε₀^h·(1 − c^{2(K−1)(l−h)})/(1 − c^{2(l−h)}), h = ⌊l/2⌋ (Theorems 3.3, 4.2)."""
+    h = batches // 2
+    g = (batches - h) * log_c2
+    k = np.asarray(epochs, dtype=float)
+    return epsilon0(h, rho, log_c2) * (np.expm1((k - 1.0) * g) / np.expm1(g))
+
+
+def fixed_order_rdp(rho, log_c2, *, batches: int, epochs, position: int | None = None):
+    """Theorem 3.3 (3): RDP for the differing example in batch ``position``
+    (0-based; ``None`` = the last batch, the worst) after ``epochs`` whole
+    epochs of ``batches`` = ⌊n/b⌋ ≥ 2 batches.  ``rho`` is ρ(α) per order."""
+    if batches < 2:
+        raise ValueError(f"batches must be at least 2 (Theorem 3.3 assumes n/b >= 2). Found {batches!r}.")
+    j0 = batches - 1 if position is None else int(position)
+    if not 0 <= j0 < batches:
+        raise ValueError(f"position must be in [0, {batches - 1}]. Found {position!r}.")
+    return _first_term(rho, log_c2, batches, epochs) + epsilon0(batches - j0, rho, log_c2)
+
+
+def shuffle_rdp(alpha, rho, log_c2, *, batches: int, epochs):
+    """Theorem 4.2 (5) after ``epochs`` whole epochs under shuffle and partition.
+
+    The log-average (1/(α−1))·log Avg_{j₀} e^{(α−1)ε₀^{l−j₀}} is a logsumexp over
+    j = 1..l, accumulated in chunks so that l = 10⁶ batches needs little memory.
+    """
+    if batches < 2:
+        raise ValueError(f"batches must be at least 2 (Theorem 4.2 assumes n/b >= 2). Found {batches!r}.")
+    alpha = np.asarray(alpha, dtype=float)
+    rho = np.asarray(rho, dtype=float)
+    acc = np.full(alpha.shape, -np.inf)
+    for start in range(1, batches + 1, _CHUNK):
+        j = np.arange(start, min(batches, start + _CHUNK - 1) + 1, dtype=float)
+        x = (alpha - 1.0)[..., None] * epsilon0(j[None, :], rho[..., None], log_c2)
+        acc = np.logaddexp(acc, special.logsumexp(x, axis=-1))
+    log_avg = (acc - math.log(batches)) / (alpha - 1.0)
+    return _first_term(rho, log_c2, batches, np.asarray(epochs)[..., None] if np.ndim(epochs) else epochs) + log_avg
+
+
+def naive_rdp(rho, eta_lambda: float, uses):
+    """Theorem 2.1: 4ρ/(ηλ)·(1 − e^{−ληK/2}) = α·S_g²/(λσ²b²)·(1 − e^{−ληK/2}), K = ``uses``."""
+    k = np.asarray(uses, dtype=float)
+    return 4.0 * np.asarray(rho) / eta_lambda * (-np.expm1(-eta_lambda * k / 2.0))
+
+
+def _sampling_map(s, r, q, c2):
+    """One step of Theorem 4.3 in log space, s = log S:
+    log(q·e^{r}·S + (1−q)·S^{c²}) with r = (α−1)ρ; accurate both for tiny s
+    (as log1p of expm1 terms) and huge s (as a logaddexp)."""
+    small = (s < 30.0) & (r + s < 30.0)
+    with np.errstate(over="ignore", divide="ignore"):
+        a = np.log1p(q * np.expm1(np.where(small, r + s, 0.0))
+                     + (1.0 - q) * np.expm1(np.where(small, c2 * s, 0.0)))
+        log_q = math.log(q)
+        log_1q = math.log1p(-q) if q < 1.0 else -np.inf
+        b = np.logaddexp(log_q + r + s, log_1q + c2 * s)
+    return np.where(small, a, b)
+
+
+def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = False):
+    """Theorem 4.3 (6): RDP after each of ``steps`` steps of fixed-size batches
+    drawn without replacement with q = b/n.
+
+    ``steps`` is an int (returns an array over orders) or a non-decreasing
+    sequence of ints (returns an array (len(steps), len(orders))).  Every
+    value returned bounds the recursion's value from above: the exact iterate;
+    a certified fixed point s̄ ≥ s* ≥ s_T; or, once the increments
+    d_t = f(s_t) − s_t have settled (they never grow, since f(s) − s is convex
+    with a finite limit), the linear bound s_t + (T − t)·d_t.  With
+    ``return_info`` also returns, per order, the step at which the fixed point
+    was certified (``inf`` where it was not).
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    r = (alpha - 1.0) * np.asarray(rho, dtype=float)
+    scalar = np.ndim(steps) == 0
+    ts = np.atleast_1d(np.asarray(steps))
+    if (ts.size == 0 or not np.issubdtype(ts.dtype, np.integer) or (ts < 1).any()
+            or (np.diff(ts) < 0).any()):
+        raise ValueError(f"steps must be positive integers in non-decreasing order. Found {steps!r}.")
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"q must be in (0, 1]. Found {q!r}.")
+    c2 = math.exp(log_c2)
+    a_lim = math.log(q) + r  # lim_{s→∞} f(s) − s
+    out = np.empty((ts.size, alpha.size))
+    s = np.zeros(alpha.size)
+    fixed = np.full(alpha.size, np.nan)  # certified fixed point
+    fixed_at = np.full(alpha.size, np.inf)
+    slope = np.full(alpha.size, np.nan)  # settled increment (linear regime)
+    anchor_t = np.zeros(alpha.size)
+    t, nxt = 0, 0
+
+    def value(T):
+        v = s.copy()
+        done = ~np.isnan(fixed)
+        v[done] = fixed[done]
+        lin = ~np.isnan(slope)
+        v[lin] = s[lin] + (T - anchor_t[lin]) * slope[lin]
+        if done.any():  # a fixed point certified at step T itself: the iterate is exact
+            exact = fixed_at == T
+            v[exact] = s[exact]
+        return v
+
+    while nxt < ts.size:
+        todo = np.isnan(fixed) & np.isnan(slope)
+        if t >= _MAX_ITERATIONS or not todo.any():
+            break
+        idx = np.flatnonzero(todo)
+        new = _sampling_map(s[idx], r[idx], q, c2)
+        step = new - s[idx]
+        s[idx] = new
+        t += 1
+        anchor_t[idx] = t
+        # A stall: certify a fixed point just above the iterate (f(s̄) ≤ s̄ ⇒ s* ≤ s̄).
+        stalled = step <= _STALL * np.maximum(new, 1e-300)
+        if stalled.any():
+            j = idx[stalled]
+            cand = s[j] * (1.0 + 1e-11) + 1e-300
+            ok = _sampling_map(cand, r[j], q, c2) <= cand * (1.0 - 1e-14)
+            fixed[j[ok]] = cand[ok]
+            fixed_at[j[ok]] = t
+        # No fixed point (q·e^r >= 1): once the increments have settled, use the
+        # linear bound s_T <= s_t + (T − t)·d_t (valid at any t; tight once settled).
+        d = _sampling_map(s[idx], r[idx], q, c2) - s[idx]
+        settled = (np.isnan(fixed[idx]) & (a_lim[idx] >= 0.0)
+                   & ((d - a_lim[idx] <= 1e-10 * np.abs(d)) | (t >= _SETTLE_ITERATIONS)))
+        slope[idx[settled]] = d[settled]
+        while nxt < ts.size and ts[nxt] == t:
+            out[nxt] = value(t)
+            nxt += 1
+    if nxt < ts.size:  # the iteration was cut: closed-form bounds for the rest
+        todo = np.isnan(fixed) & np.isnan(slope)
+        for i in np.flatnonzero(todo):
+            slope[i] = float(_sampling_map(s[i:i + 1], r[i:i + 1], q, c2)[0]) - s[i]
+            anchor_t[i] = t
+            if a_lim[i] < 0.0:
+                star = _certified_fixed_point(s[i], r[i], q, c2)
+                if star is not None:
+                    fixed[i] = star
+        for k in range(nxt, ts.size):
+            v = value(float(ts[k]))
+            capped = todo & ~np.isnan(fixed)
+            v[capped] = np.minimum(s[capped] + (float(ts[k]) - t) * slope[capped], fixed[capped])
+            out[k] = v
+    # Round up by 1e-12 relative: float rounding in the recursion is far smaller,
+    # and a bound must never come out below the exact recursion.
+    curve = out / (alpha - 1.0) * (1.0 + 1e-12)
+    curve = curve[0] if scalar else curve
+    if return_info:
+        return curve, fixed_at
+    return curve
+
+
+def _certified_fixed_point(s0: float, r: float, q: float, c2: float):
+    """A value s̄ ≥ s* with f(s̄) ≤ s̄ (checked), found by root-finding f(s) = s
+    from the current iterate s0 ≤ s*; ``None`` if none is found."""
+    def g(s):
+        return float(_sampling_map(np.array([s]), np.array([r]), q, c2)[0]) - s
+
+    lo = max(s0, 0.0)
+    hi = max(2.0 * lo, 1.0)
+    while g(hi) >= 0.0:
+        hi *= 2.0
+        if hi > 1e300:
+            return None
+    root = optimize.brentq(g, lo, hi, xtol=1e-300, rtol=4e-16, maxiter=500) if g(lo) > 0 else lo
+    cand = root * (1.0 + 1e-11) + 1e-300
+    for _ in range(100):
+        if g(cand) <= -1e-14 * cand:
+            return cand
+        cand = cand * (1.0 + 1e-9) + 1e-300
+    return None
+
+
+# ------------------------------------------------------------------ analyses
+
+
+class _Common(RDPAnalysis):
+    """Shared checks of the Ye–Shokri family."""
+
+    batchings: tuple[str, ...] = ()
+    #: The strict upper bound on η, as a function of (m, M), and its name.
+    eta_limit_name = "2/(m+M)"
+
+    @staticmethod
+    def _eta_limit(m: float, M: float) -> float:
+        return 2.0 / (m + M)
+
+    def _common_why_not(self, run: Run) -> str | None:
+        if run.strong_convexity <= 0:
+            return (
+                "needs strongly convex losses (strong_convexity m > 0, e.g. L2 regularization "
+                f"λ = m); found m = {run.strong_convexity:g}"
+            )
+        if run.smoothness is None:
+            return "needs the smoothness M of the losses (--smoothness)"
+        if not run.constant_learning_rate:
+            return "needs a constant step size (the theorems are stated for one η)"
+        eta, m, M = run.learning_rate, run.strong_convexity, run.smoothness
+        limit = self._eta_limit(m, M)
+        if not eta < limit:
+            return f"needs learning rate < {self.eta_limit_name} = {limit:.6g}; found {eta:g}"
+        if run.batching not in self.batchings:
+            return f"covers {', '.join(self.batchings)} batching; not {run.batching}"
+        if run.adjacency == "add-remove" and run.batching in ("shuffle", "cyclic", "full"):
+            return (
+                f"add/remove adjacency changes the partition into batches (or the denominator n) "
+                f"under {run.batching} batching, which the theorems (replace-one) do not cover; use "
+                "adjacency='replace'"
+            )
+        return None
+
+    def _rho(self, run: Run, alpha: np.ndarray) -> np.ndarray:
+        """ρ(α) = α·ηS_g²/(4σ²b²) = α/(2ν²)."""
+        nu = run.noise_to_sensitivity
+        return alpha / (2.0 * nu * nu)
+
+    def _check(self, run: Run, orders) -> np.ndarray:
+        reason = self.why_not(run)
+        if reason is not None:
+            raise ValueError(f"run does not satisfy the assumptions of {self.name}: {reason}")
+        return validate_orders(orders)
+
+    def rdp(self, run: Run, orders) -> np.ndarray:
+        return self.rdp_with_details(run, orders)[0]
+
+    def _base_details(self, run: Run) -> dict:
+        eta, m = run.learning_rate, run.strong_convexity
+        nu = run.noise_to_sensitivity
+        return {
+            "sigma_ye_shokri": run.sigma("ye-shokri"),
+            "gradient_sensitivity": run.sensitivity,
+            "contraction": 1.0 - eta * m,
+            "rdp_per_use_over_order": 1.0 / (2.0 * nu * nu),
+        }
+
+
+class YeShokri(_Common):
+    """Ye & Shokri's hidden-state bounds for strongly convex, smooth Noisy-SGD."""
+
+    name = "ye-shokri"
+    citation = _CITATION
+    batchings = ("shuffle", "cyclic", "sample", "full")
+
+    def assumptions(self) -> list[str]:
+        return [
+            "only the final iterate is released; every intermediate iterate stays hidden",
+            "every example's loss is m-strongly convex (m > 0) and M-smooth on the domain; with "
+            "L2 regularization λ these are the regularized loss's constants (Proposition 5.2)",
+            "every per-example gradient of the unregularized loss has norm at most L (Lipschitz "
+            "constant or clipping norm), so replacing one example moves the batch gradient sum by "
+            "at most 2L",
+            "constant step size η < 2/(m + M), so each gradient step is a (1 − ηm)-contraction",
+            "each step adds N(0, (z·L/b)²I) to the batch-averaged gradient (Ye & Shokri: "
+            "√(2ησ²)·N(0, I) with σ = z·L·√(η/2)/b)",
+            "no projection, or projection onto a convex set after each step (covered, see module "
+            "notes); the start point does not depend on the data",
+            "batches formed exactly as declared: sample = b distinct examples drawn afresh each "
+            "step; shuffle = a fresh permutation each epoch cut into ⌊n/b⌋ batches; cyclic = one "
+            "fixed order; the n mod b left-over examples are never used",
+        ]
+
+    def why_not(self, run: Run) -> str | None:
+        reason = self._common_why_not(run)
+        if reason is not None:
+            return reason
+        if run.batching in ("shuffle", "cyclic") and run.steps_per_epoch < 2:
+            return (
+                f"needs at least 2 batches per epoch (n/b >= 2, Theorems 3.3 and 4.2); found "
+                f"⌊n/b⌋ = {run.steps_per_epoch}"
+            )
+        return None
+
+    def _full_epochs(self, run: Run) -> tuple[int, int]:
+        """(epochs touched E, steps r in the last epoch, 1 <= r <= l)."""
+        l = run.steps_per_epoch
+        E = run.epochs_touched
+        return E, run.steps - (E - 1) * l
+
+    def rdp_with_details(self, run: Run, orders):
+        alpha = self._check(run, orders)
+        rho = self._rho(run, alpha)
+        eta, m = run.learning_rate, run.strong_convexity
+        lc2 = _log_c2(eta, m)
+        per_order = None
+        if run.batching == "full":
+            curve = naive_rdp(rho, eta * m, run.steps)
+            label = "Theorem 2.1 with b = n (Chourasia et al.)"
+        elif run.batching == "sample":
+            curve = sampling_rdp(alpha, rho, lc2, q=run.batch_size / run.n, steps=run.steps)
+            label = "Theorem 4.3"
+        else:
+            l = run.steps_per_epoch
+            E, r = self._full_epochs(run)
+            if run.batching == "shuffle" and r == l:
+                curve = shuffle_rdp(alpha, rho, lc2, batches=l, epochs=E)
+                label = "Theorem 4.2"
+            else:
+                curve = fixed_order_rdp(rho, lc2, batches=l, epochs=E)
+                label = "Theorem 3.3, worst position (last batch)"
+        per_order = {"bound": np.full(alpha.shape, label)}
+        return np.asarray(curve, dtype=float), per_order
+
+    def rdp_per_position(self, run: Run, orders) -> np.ndarray:
+        """Theorem 3.3 for each position of the differing example in a fixed order
+        (``cyclic``; also valid for ``shuffle`` conditional on the order): an
+        array (⌊n/b⌋, len(orders)), row j₀ = batch j₀ (0-based) of each epoch.
+
+        When the run stops r < l steps into its last epoch, batch j₀ < r was used
+        E times and is followed by r − 1 − j₀ steps (the bound of position
+        l − r + j₀ of an E-epoch run), batch j₀ ≥ r only E − 1 times (the bound
+        of position j₀ of an (E−1)-epoch run; 0 if E = 1).
+        """
+        alpha = self._check(run, orders)
+        if run.batching not in ("cyclic", "shuffle"):
+            raise ValueError(f"run.batching must be cyclic or shuffle for per-position bounds. Found {run.batching!r}.")
+        rho = self._rho(run, alpha)
+        lc2 = _log_c2(run.learning_rate, run.strong_convexity)
+        l = run.steps_per_epoch
+        E, r = self._full_epochs(run)
+        out = np.zeros((l, alpha.size))
+        for j0 in range(l):
+            if j0 < r:
+                out[j0] = _first_term(rho, lc2, l, E) + epsilon0(r - j0, rho, lc2)
+            elif E > 1:
+                out[j0] = _first_term(rho, lc2, l, E - 1) + epsilon0(l - j0, rho, lc2)
+        return out
+
+    def rdp_over_epochs(self, run: Run, epochs, orders) -> np.ndarray:
+        """RDP curves for the same run stopped after each of ``epochs`` whole
+        epochs (``steps`` is ignored): an array (len(epochs), len(orders)).
+        Closed forms for cyclic/shuffle/full; one pass of the recursion for sample."""
+        alpha = self._check(run, orders)
+        ks = np.asarray(epochs)
+        if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or (ks < 1).any():
+            raise ValueError(f"epochs must be a non-empty sequence of integers >= 1. Found {epochs!r}.")
+        rho = self._rho(run, alpha)
+        eta, m = run.learning_rate, run.strong_convexity
+        lc2 = _log_c2(eta, m)
+        l = run.steps_per_epoch
+        if run.batching == "full":
+            return naive_rdp(rho[None, :], eta * m, ks[:, None])
+        if run.batching == "sample":
+            order = np.argsort(ks, kind="stable")
+            vals = sampling_rdp(alpha, rho, lc2, q=run.batch_size / run.n, steps=ks[order] * l)
+            out = np.empty_like(vals)
+            out[order] = vals
+            return out
+        if run.batching == "shuffle":
+            return shuffle_rdp(alpha, rho, lc2, batches=l, epochs=ks)
+        return fixed_order_rdp(rho[None, :], lc2, batches=l, epochs=ks[:, None])
+
+    def details(self, run: Run) -> dict:
+        out = self._base_details(run)
+        if run.batching in ("shuffle", "cyclic"):
+            E, r = self._full_epochs(run)
+            out["examples_dropped_per_epoch"] = run.n % run.batch_size
+            out["epochs"] = E
+            if run.batching == "cyclic":
+                out["worst_position"] = "last batch of the epoch (j0 = n/b − 1)"
+            if r < run.steps_per_epoch:
+                out["partial_epoch_note"] = (
+                    f"the run stops {r} steps into epoch {E}: bounded by the fixed-order bound at "
+                    "the worst position (Theorem 4.2 is stated for whole epochs)"
+                    if run.batching == "shuffle" else
+                    f"the run stops {r} steps into epoch {E}: the worst position is still bounded "
+                    f"by the {E}-epoch bound"
+                )
+        if run.batching == "sample":
+            alpha = np.array([2.0, 8.0, 32.0])
+            _, at = sampling_rdp(alpha, self._rho(run, alpha),
+                                 _log_c2(run.learning_rate, run.strong_convexity),
+                                 q=run.batch_size / run.n, steps=run.steps, return_info=True)
+            finite = at[np.isfinite(at)]
+            if finite.size:
+                out["plateau_steps"] = int(finite.max())
+                out["plateau_note"] = (
+                    "steps after which the Theorem 4.3 recursion sits at its fixed point (orders "
+                    "2, 8, 32); more steps cost no more privacy"
+                )
+        if run.batching == "full":
+            out["full_batch_note"] = (
+                "Theorems 3.3/4.2 need n/b >= 2; full batches use Theorem 2.1 with b = n "
+                "(Chourasia et al.'s bound; their Appendix D.7 bound is not implemented)"
+            )
+        return out
+
+
+class YeShokriNaive(_Common):
+    """Ye & Shokri's Theorem 2.1, the naive mini-batch extension of Chourasia et al."""
+
+    name = "ye-shokri-naive"
+    citation = _NAIVE_CITATION
+    batchings = ("shuffle", "cyclic", "sample", "full")
+
+    def assumptions(self) -> list[str]:
+        return YeShokri().assumptions()
+
+    def why_not(self, run: Run) -> str | None:
+        return self._common_why_not(run)
+
+    def _uses(self, run: Run) -> int:
+        return run.epochs_touched if run.batching in ("shuffle", "cyclic") else run.steps
+
+    def rdp_with_details(self, run: Run, orders):
+        alpha = self._check(run, orders)
+        eta, m = run.learning_rate, run.strong_convexity
+        curve = naive_rdp(self._rho(run, alpha), eta * m, self._uses(run))
+        return curve, None
+
+    def details(self, run: Run) -> dict:
+        out = self._base_details(run)
+        out["uses_of_differing_example"] = self._uses(run)
+        return out
+
+
+class Chourasia(YeShokriNaive):
+    """Chourasia, Ye & Shokri's full-batch noisy gradient descent bound."""
+
+    name = "chourasia"
+    citation = _CHOURASIA_CITATION
+    batchings = ("full",)
+    eta_limit_name = "1/M"
+
+    @staticmethod
+    def _eta_limit(m: float, M: float) -> float:
+        return 1.0 / M
+
+    def assumptions(self) -> list[str]:
+        return [
+            "only the final iterate is released; every intermediate iterate stays hidden",
+            "every example's loss is m-strongly convex (m > 0), M-smooth and L-Lipschitz on a "
+            "closed convex set C the iterates are projected onto (or C = R^d)",
+            "full-batch gradients; constant step size η < 1/M",
+            "the start point θ₀ ~ Π_C(N(0, (2σ²/m)·I)) with σ = z·L·√(η/2)/n (their Theorem 2)",
+            "each step adds N(0, (z·L/n)²I) to the full-batch mean gradient",
+        ]
+
+    def details(self, run: Run) -> dict:
+        out = super().details(run)
+        sigma = run.sigma("ye-shokri")
+        out["initialization"] = (
+            f"θ₀ ~ Π_C(N(0, {2.0 * sigma * sigma / run.strong_convexity:.6g}·I)) (2σ²/m)"
+        )
+        return out
