@@ -184,7 +184,7 @@ def test_report_json_shape():
     [
         (dict(delta=0.0), r"delta must be in \(0, 1\). Found 0.0"),
         (dict(delta=float("nan")), r"delta must be in \(0, 1\). Found nan"),
-        (dict(delta=1e-5, analyses=["magic"]), r"analysis must be one of composition, composition-pld, altschuler-talwar, altschuler-talwar-sampled. Found 'magic'"),
+        (dict(delta=1e-5, analyses=["magic"]), r"analysis must be one of composition, composition-pld, altschuler-talwar, .*. Found 'magic'"),
         (dict(delta=1e-5, analyses=[]), r"analyses must name at least one analysis"),
         (dict(delta=1e-5, orders=[0.5]), r"orders must be finite and greater than 1. Found 0.5"),
         (dict(delta=1e-5, conversion="loose"), r"conversion must be one of classic, improved. Found 'loose'"),
