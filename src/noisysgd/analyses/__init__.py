@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import Analysis, AnalysisResult, RDPAnalysis
 from .altschuler_talwar import AltschulerTalwar, AltschulerTalwarSampled
 from .composition import Composition, CompositionPLD
+from .ryffel import Ryffel, RyffelEpochs
 from .ye_shokri import Chourasia, YeShokri, YeShokriNaive
 
 __all__ = ["Analysis", "AnalysisResult", "RDPAnalysis", "ANALYSES", "get_analysis"]
@@ -13,7 +14,7 @@ __all__ = ["Analysis", "AnalysisResult", "RDPAnalysis", "ANALYSES", "get_analysi
 ANALYSES: dict[str, Analysis] = {
     a.name: a for a in (
         Composition(), CompositionPLD(), AltschulerTalwar(), AltschulerTalwarSampled(),
-        YeShokri(), YeShokriNaive(), Chourasia(),
+        YeShokri(), YeShokriNaive(), Chourasia(), Ryffel(), RyffelEpochs(),
     )
 }
 
