@@ -2,7 +2,8 @@
 
 An analysis is a pure function of a :class:`~noisysgd.run.Run`.  It first says
 whether it applies (and if not, why), then returns either an RDP curve over
-Rényi orders (:class:`RDPAnalysis`) or ε for a δ directly.
+Rényi orders (:class:`RDPAnalysis`), a Gaussian-DP parameter μ
+(:class:`GDPAnalysis`, converted to (ε, δ) exactly), or ε for a δ directly.
 """
 
 from __future__ import annotations
@@ -14,15 +15,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rdp import DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp, validate_orders
+from ..gdp import gdp_epsilon, gdp_rdp
+from ..rdp import (
+    DEFAULT_ORDERS,
+    OrderGridWarning,
+    epsilon_from_rdp,
+    validate_delta,
+    validate_orders,
+)
 from ..run import Run
 
-__all__ = ["AnalysisResult", "Analysis", "RDPAnalysis"]
+__all__ = ["AnalysisResult", "Analysis", "RDPAnalysis", "GDPAnalysis"]
 
 
 @dataclass(frozen=True)
 class AnalysisResult:
-    """The outcome of one analysis on one run, for one δ."""
+    """The outcome of one analysis on one run, for one δ.
+
+    ``mu`` is set by Gaussian-DP analyses (:class:`GDPAnalysis`): the run's
+    final model is μ-GDP; ``epsilon`` is then its exact conversion.
+    """
 
     analysis: str
     applies: bool
@@ -37,6 +49,7 @@ class AnalysisResult:
     citation: str = ""
     details: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    mu: float | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready form: non-finite numbers become ``null`` (``applies`` tells why)."""
@@ -48,6 +61,7 @@ class AnalysisResult:
             "reason": self.reason,
             "sound": self.sound,
             "epsilon": _finite(self.epsilon),
+            "mu": _finite(self.mu),
             "order": self.order,
             "conversion": self.conversion,
             "citation": self.citation,
@@ -159,4 +173,51 @@ class RDPAnalysis(Analysis):
             citation=self.citation,
             details=details,
             warnings=tuple(str(w.message) for w in caught),
+        )
+
+
+class GDPAnalysis(Analysis):
+    """An analysis that shows the released model is μ-GDP (Dong, Roth & Su 2022).
+
+    Subclasses implement :meth:`mu`.  ε(δ) is the exact conversion of μ-GDP
+    (:func:`~noisysgd.gdp.gdp_epsilon`, conversion ``"gdp-exact"``), whatever
+    RDP conversion is requested: it is never larger than any conversion of
+    the mechanism's RDP curve.  The result also carries that curve, αμ²/2
+    (:meth:`rdp`), so that a GDP bound can be combined order by order with
+    RDP analyses.
+    """
+
+    #: Name of the (ε, δ) conversion this kind of analysis uses.
+    conversion = "gdp-exact"
+
+    @abstractmethod
+    def mu(self, run: Run) -> float:
+        """μ such that the released final model is μ-GDP (the run must apply)."""
+
+    def rdp(self, run: Run, orders) -> np.ndarray:
+        """The RDP curve αμ²/2 implied by μ-GDP (:func:`~noisysgd.gdp.gdp_rdp`)."""
+        return gdp_rdp(self.mu(run), orders)
+
+    def details(self, run: Run) -> dict:
+        """Extra quantities worth reporting."""
+        return {}
+
+    def _evaluate(self, run, *, delta, orders, conversion):
+        d = validate_delta(delta)
+        alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
+        mu = float(self.mu(run))
+        return AnalysisResult(
+            self.name,
+            True,
+            None,
+            self.sound,
+            d,
+            epsilon=gdp_epsilon(mu, d),
+            order=None,
+            orders=np.array(alpha, dtype=float),
+            rdp=gdp_rdp(mu, alpha),
+            conversion=self.conversion,
+            citation=self.citation,
+            details=self.details(run),
+            mu=mu,
         )
