@@ -28,18 +28,22 @@ class EpsilonReport:
     run: Run
     delta: float
     results: dict[str, AnalysisResult]
+    #: Whether analyses flagged not sound may supply the best bound (never by default).
+    include_unsound: bool = False
 
     @property
     def best(self) -> AnalysisResult | None:
-        """The applicable sound analysis with the smallest ε (``None`` if there is none)."""
+        """The applicable analysis with the smallest ε among the sound ones (and the
+        unsound ones too if ``include_unsound``); ``None`` if there is none."""
         candidates = [
-            r for r in self.results.values() if r.applies and r.sound and r.epsilon is not None
+            r for r in self.results.values()
+            if r.applies and (r.sound or self.include_unsound) and r.epsilon is not None
         ]
         return min(candidates, key=lambda r: r.epsilon, default=None)
 
     @property
     def epsilon(self) -> float | None:
-        """The smallest ε certified by a sound analysis that applies; ``None`` if none applies."""
+        """ε of :attr:`best`; ``None`` if no (sound, unless ``include_unsound``) analysis applies."""
         best = self.best
         return None if best is None else best.epsilon
 
@@ -52,6 +56,8 @@ class EpsilonReport:
             "adjacency": self.run.adjacency,
             "epsilon": eps if eps is not None and math.isfinite(eps) else None,
             "best_analysis": None if best is None else best.analysis,
+            "best_is_sound": None if best is None else best.sound,
+            "include_unsound": self.include_unsound,
             "run": self.run.to_dict(),
             "analyses": {name: r.to_dict() for name, r in self.results.items()},
         }
@@ -74,10 +80,13 @@ def epsilon(
     analyses=None,
     orders=None,
     conversion: str = "improved",
+    include_unsound: bool = False,
 ) -> EpsilonReport:
     """Evaluate ``analyses`` (names) on ``run`` and report ε for ``delta``.
 
-    Everything is validated before anything is computed.
+    The best bound is taken over sound analyses only, unless
+    ``include_unsound`` (then the report says that its best may not be a
+    guarantee).  Everything is validated before anything is computed.
 
     >>> from noisysgd import Run
     >>> run = Run(n=60000, batch_size=240, batching="poisson", steps=10000,
@@ -89,6 +98,8 @@ def epsilon(
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
     d = validate_delta(delta)
+    if not isinstance(include_unsound, bool):
+        raise ValueError(f"include_unsound must be True or False. Found {include_unsound!r}.")
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     alpha = None if orders is None else validate_orders(orders)
@@ -102,4 +113,4 @@ def epsilon(
         name: a.evaluate(run, delta=d, orders=alpha, conversion=conversion)
         for name, a in chosen.items()
     }
-    return EpsilonReport(run, d, results)
+    return EpsilonReport(run, d, results, include_unsound)

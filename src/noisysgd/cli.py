@@ -12,12 +12,13 @@ import math
 import os
 import re
 import sys
+import textwrap
 import warnings
 from pathlib import Path
 
 from . import __version__
 from .accountant import DEFAULT_ANALYSES, epsilon
-from .analyses import ANALYSES
+from .analyses import ANALYSES, get_analysis
 from .plots import PAPERS
 from .rdp import CONVERSIONS
 from .run import ADJACENCIES, BATCHING_SCHEMES, Run
@@ -157,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--orders", type=_orders, help="comma-separated Rényi orders (default: a built-in grid)")
     p.add_argument("--conversion", default="improved", choices=CONVERSIONS, help="RDP to (eps, delta)")
+    p.add_argument(
+        "--include-unsound",
+        action="store_true",
+        help="let analyses flagged not sound (e.g. ryffel) supply the best epsilon (off by default)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.set_defaults(handler=_cmd_epsilon)
     f = sub.add_parser(
@@ -220,7 +226,8 @@ def _cmd_epsilon(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = epsilon(
-            run, delta=args.delta, analyses=args.analysis, orders=args.orders, conversion=args.conversion
+            run, delta=args.delta, analyses=args.analysis, orders=args.orders,
+            conversion=args.conversion, include_unsound=args.include_unsound,
         )
     for message in dict.fromkeys(str(w.message) for w in caught):
         print(f"noisysgd: warning: {message}", file=sys.stderr)
@@ -237,9 +244,16 @@ def _cmd_epsilon(args) -> int:
     )
     print()
     rows = [["analysis", "applies", "sound", "epsilon", "order", "note"]]
+    footnotes: list[str] = []
     for name, res in report.results.items():
-        note = res.reason or ("" if res.sound else "not sound, excluded from the best bound: "
-                              + res.details.get("not_sound", "see its documentation"))
+        excluded = "" if report.include_unsound else ", excluded from the best bound"
+        note = res.reason or ""
+        if not res.sound:
+            footnotes.append(f"[{len(footnotes) + 1}] {name} is not sound: "
+                             + getattr(get_analysis(name), "unsound_reason", "see its documentation"))
+            note = f"NOT SOUND{excluded} [{len(footnotes)}]" + (f"; {note}" if note else "")
+        if res.applies and res.mu is not None:
+            note = f"mu = {_fmt(res.mu)} (Gaussian DP, exact conversion)" + (f"; {note}" if note else "")
         rows.append(
             [
                 name,
@@ -251,12 +265,19 @@ def _cmd_epsilon(args) -> int:
             ]
         )
     print(_table(rows))
+    for line in footnotes:
+        print(textwrap.fill(line, width=100, subsequent_indent="    "))
     print()
     best = report.best
     if best is None:
         print("no sound analysis applies to this run")
-    else:
+    elif best.sound:
         print(f"best sound epsilon: {_fmt(best.epsilon)} ({best.analysis})")
+    else:
+        print(
+            f"best epsilon: {_fmt(best.epsilon)} ({best.analysis}) -- NOT SOUND, not a guarantee "
+            "(--include-unsound; see the note above)"
+        )
     return 0
 
 

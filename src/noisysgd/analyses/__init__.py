@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from .base import Analysis, AnalysisResult, RDPAnalysis
+from .base import Analysis, AnalysisResult, GDPAnalysis, RDPAnalysis
 from .altschuler_talwar import AltschulerTalwar, AltschulerTalwarSampled
 from .composition import Composition, CompositionPLD
 from .ryffel import Ryffel, RyffelEpochs
+from .shifted_interpolation import ShiftedInterpolation
 from .ye_shokri import Chourasia, YeShokri, YeShokriNaive
 
-__all__ = ["Analysis", "AnalysisResult", "RDPAnalysis", "ANALYSES", "get_analysis"]
+__all__ = ["Analysis", "AnalysisResult", "GDPAnalysis", "RDPAnalysis", "ANALYSES", "get_analysis"]
 
 #: Every analysis the library implements, by the name the CLI and API use.
 ANALYSES: dict[str, Analysis] = {
     a.name: a for a in (
         Composition(), CompositionPLD(), AltschulerTalwar(), AltschulerTalwarSampled(),
-        YeShokri(), YeShokriNaive(), Chourasia(), Ryffel(), RyffelEpochs(),
+        YeShokri(), YeShokriNaive(), Chourasia(), ShiftedInterpolation(), Ryffel(), RyffelEpochs(),
     )
 }
 
