@@ -12,6 +12,7 @@ from noisysgd.plots import (
     PAPERS,
     altschuler_talwar_figure_data,
     altschuler_talwar_figures,
+    ye_shokri_figure_data,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -189,3 +190,139 @@ def test_crossover_with_rdp_and_pld_composition(data):
     for t, e in zip(pld.steps, pld.epsilon):
         a = at.epsilon[np.searchsorted(at.steps, t)]
         assert (a < e * (1 - REL)) == (t >= t_pld), t
+
+
+# --------------------------------------------------------------------------- Ye & Shokri
+
+YS_FILES = ("ye-shokri-fig1.png", "ye-shokri-fig2a.png", "ye-shokri-fig2b.png")
+ALPHAS = (10.0, 15.0)
+
+
+@pytest.fixture(scope="module")
+def ys():
+    return ye_shokri_figure_data()
+
+
+def _c(fig, name, alpha):
+    return fig.curves[f"{name}/α={alpha:g}"]
+
+
+def _at(curve, k):
+    i = int(np.searchsorted(curve.steps, k))
+    assert curve.steps[i] == k
+    return float(curve.epsilon[i])
+
+
+def test_ye_shokri_cli_writes_the_png_files(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    code, out, err = run_cli(capsys, "figures", "--paper", "ye-shokri", "--out", str(tmp_path))
+    assert code == 0, err
+    assert out.split() == [str(tmp_path / name) for name in YS_FILES]
+    assert {p.name for p in tmp_path.iterdir()} == set(YS_FILES)
+    for name in YS_FILES:
+        content = (tmp_path / name).read_bytes()
+        assert len(content) > 10_000 and content.startswith(PNG_SIGNATURE)
+
+
+def test_all_includes_ye_shokri(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    called = []
+    for name in list(PAPERS):
+        monkeypatch.setitem(PAPERS, name, lambda out, name=name: called.append(name) or [])
+    code, _, err = run_cli(capsys, "figures", "--paper", "all", "--out", str(tmp_path))
+    assert code == 0, err
+    assert called == ["altschuler-talwar", "ye-shokri"]
+
+
+def test_ye_shokri_figures_have_their_curves_and_captions(ys):
+    assert set(ys) == {"fig1", "fig2a", "fig2b"}
+    kinds = {
+        "fig1": {"first-batch", "last-batch", "naive"},
+        "fig2a": {"thm4.2", "last-batch", "composition", "composition-sampled"},
+        "fig2b": {"thm4.3", "composition"},
+    }
+    for key, fig in ys.items():
+        assert set(fig.curves) == {f"{k}/α={a:g}" for k in kinds[key] for a in ALPHAS}
+        for curve in fig.curves.values():
+            assert np.array_equal(curve.steps, np.arange(1, 1001))
+            assert np.all(np.isfinite(curve.epsilon)) and np.all(curve.epsilon > 0)
+        assert fig.xlabel == "K (epochs)" and "RDP ε" in fig.ylabel
+        for text in ("α ∈ {10, 15}", "n = 50", "b = 2", "η = 0.02", "λ = 1", "β = 4", "S_g = 4",
+                     "σ² = 4", "z = 20", "K = 1..1000", "not (ε, δ)"):
+            assert text in fig.caption, (key, text)
+    assert "Balle" in ys["fig1"].caption and "Left out" in ys["fig1"].caption
+    assert "one per epoch" in ys["fig1"].caption
+    assert "NOT a valid bound for shuffle" in ys["fig2a"].caption
+    for a in ALPHAS:
+        assert "NOT valid" in _c(ys["fig2a"], "composition-sampled", a).label
+        assert "NOT" not in _c(ys["fig2a"], "composition", a).label
+
+
+def test_theorem_4_2_curve_passes_through_published_values(ys):
+    # Issue 4: the authors' code gives 0.007373 (K = 1), 0.014470 (K = 5), 0.015459 (converged).
+    curve = _c(ys["fig2a"], "thm4.2", 10)
+    assert _at(curve, 1) == pytest.approx(0.007373, abs=5e-7)
+    assert _at(curve, 5) == pytest.approx(0.014470, abs=5e-7)
+    assert curve.epsilon[-1] == pytest.approx(0.015459, abs=5e-7)
+    assert np.ptp(curve.epsilon[-500:]) <= 1e-12  # converged well before K = 1000
+
+
+def test_closed_forms_at_the_figure_setting(ys):
+    # ρ(α) = α/200: the last batch after one epoch pays exactly one use (ε₀¹ = ρ), the
+    # sound composition for shuffled batches pays ρ per epoch, and Theorem 2.1 is
+    # 4ρ/(ηλ)·(1 − e^{−ληK/2}) = α·(1 − e^{−K/100}).
+    fig1, fig2a, fig2b = ys["fig1"], ys["fig2a"], ys["fig2b"]
+    k = np.arange(1, 1001)
+    for a in ALPHAS:
+        rho = a / 200
+        assert _at(_c(fig1, "last-batch", a), 1) == pytest.approx(rho, rel=1e-12)
+        np.testing.assert_allclose(_c(fig1, "naive", a).epsilon, a * -np.expm1(-k / 100), rtol=1e-12)
+        np.testing.assert_allclose(_c(fig2a, "composition", a).epsilon, rho * k, rtol=1e-12)
+        np.testing.assert_array_equal(_c(fig2a, "last-batch", a).epsilon, _c(fig1, "last-batch", a).epsilon)
+        # the paper's composition ≈ (b/n)·ρ·K (their caption), same on both panels
+        sampled = _c(fig2b, "composition", a).epsilon
+        np.testing.assert_array_equal(_c(fig2a, "composition-sampled", a).epsilon, sampled)
+        np.testing.assert_allclose(sampled, 0.04 * rho * k, rtol=0.02)
+
+
+def test_ye_shokri_curves_are_ordered_as_in_the_paper(ys):
+    fig1, fig2a = ys["fig1"], ys["fig2a"]
+    for a in ALPHAS:
+        first, last, naive = (_c(fig1, n, a).epsilon for n in ("first-batch", "last-batch", "naive"))
+        assert np.all(first < last)
+        assert np.all(naive > last)
+        assert naive[-1] > 100 * last[-1]  # the naive baseline converges to a huge constant
+        thm42 = _c(fig2a, "thm4.2", a).epsilon
+        assert np.all(thm42 <= _c(fig2a, "last-batch", a).epsilon * (1 + REL))
+        assert np.all(thm42 <= _c(fig2a, "composition", a).epsilon)  # the sound composition
+        # the invalid sampled-Gaussian line starts below Theorem 4.2 and crosses it
+        sampled = _c(fig2a, "composition-sampled", a).epsilon
+        k = fig2a.params["crossover_sampled"][a]
+        assert k == 8 and sampled[0] < thm42[0]
+        assert np.all(thm42[k - 1:] < sampled[k - 1:]) and np.all(thm42[:k - 1] >= sampled[:k - 1])
+    # the larger order costs more
+    for fig in ys.values():
+        for name in {key.split("/")[0] for key in fig.curves}:
+            assert np.all(_c(fig, name, 15).epsilon > _c(fig, name, 10).epsilon)
+
+
+def test_theorem_4_3_crosses_composition(ys):
+    fig = ys["fig2b"]
+    expected = {10.0: 34, 15.0: 48}
+    for a in ALPHAS:
+        thm, comp = _c(fig, "thm4.3", a).epsilon, _c(fig, "composition", a).epsilon
+        k = fig.params["crossover"][a]
+        assert k == expected[a]
+        assert np.all(thm[:k - 1] >= comp[:k - 1]) and np.all(thm[k - 1:] < comp[k - 1:])
+        assert comp[-1] > 10 * thm[-1]
+        assert any(str(k) in label for label in fig.vlines)
+    # converged values (the recursion's fixed point)
+    assert _c(fig, "thm4.3", 10).epsilon[-1] == pytest.approx(0.0672406, rel=1e-5)
+    assert _c(fig, "thm4.3", 15).epsilon[-1] == pytest.approx(0.1453135, rel=1e-5)
+
+
+def test_every_ye_shokri_curve_is_non_decreasing_in_epochs(ys):
+    for key, fig in ys.items():
+        for name, curve in fig.curves.items():
+            eps = curve.epsilon
+            assert np.all(np.diff(eps) >= -REL * eps[1:]), f"{key}/{name}"

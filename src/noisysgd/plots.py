@@ -1,14 +1,27 @@
 """Paper figures, recomputed from the library's own bounds.
 
-``altschuler_talwar_figure_data()`` computes the curves (numpy only);
-``altschuler_talwar_figures(out_dir)`` draws them as PNG files with
-matplotlib's Agg canvas (no pyplot, no global backend change).  matplotlib is
-an optional dependency: ``pip install 'noisysgd[plot]'``.
+``altschuler_talwar_figure_data()`` and ``ye_shokri_figure_data()`` compute
+the curves (numpy only); ``altschuler_talwar_figures(out_dir)`` and
+``ye_shokri_figures(out_dir)`` draw them as PNG files with matplotlib's Agg
+canvas (no pyplot, no global backend change).  matplotlib is an optional
+dependency: ``pip install 'noisysgd[plot]'``.
 
-Every curve is a real bound at δ = 1e-5 (improved RDP → (ε, δ) conversion over
-:data:`noisysgd.DEFAULT_ORDERS`): the Altschuler–Talwar curves come from
+Altschuler & Talwar: every curve is a real bound at δ = 1e-5 (improved RDP →
+(ε, δ) conversion over :data:`noisysgd.DEFAULT_ORDERS`) against the number of
+steps T: the Altschuler–Talwar curves come from
 :meth:`AltschulerTalwar.rdp_over_steps`, the composition baselines from the
 ``composition`` and ``composition-pld`` analyses.
+
+Ye & Shokri: as in the paper, every curve is the *RDP* ε at a fixed order
+α ∈ {10, 15} (no (ε, δ) conversion) against the number of epochs K, at the
+setting of their Figures 1 and 2 (n = 50, b = 2, η = 0.02, λ = 1, β = 4,
+S_g = 4, σ² = 4): Theorem 3.3 (first and last batch of a fixed order),
+Theorem 2.1 (``ye-shokri-naive``), Theorem 4.2 (shuffle and partition),
+Theorem 4.3 (sampling without replacement) and the ``composition`` analysis.
+The paper's Balle et al. + composition curve (Figure 1) is not reproduced;
+its sampled-Gaussian composition for *shuffled* batches (Figure 2(a)) is drawn
+but labelled as not valid there (the library composes one Gaussian mechanism
+per epoch for shuffled batches).
 
 :data:`PAPERS` maps a paper's name to the function that writes its figures;
 the ``noisysgd figures --paper`` choices are its keys plus ``all``.
@@ -16,6 +29,7 @@ the ``noisysgd figures --paper`` choices are its keys plus ``all``.
 
 from __future__ import annotations
 
+import math
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -26,7 +40,7 @@ import numpy as np
 
 from .analyses import get_analysis
 from .rdp import DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp
-from .run import Run
+from .run import Run, noise_multiplier_from_sigma
 
 __all__ = [
     "Curve",
@@ -36,6 +50,8 @@ __all__ = [
     "require_matplotlib",
     "altschuler_talwar_figure_data",
     "altschuler_talwar_figures",
+    "ye_shokri_figure_data",
+    "ye_shokri_figures",
     "write_figures",
 ]
 
@@ -47,7 +63,11 @@ DELTA = 1e-5
 
 @dataclass(frozen=True)
 class Curve:
-    """One plotted line: ε (for ``delta``) at each number of steps."""
+    """One plotted line: ``epsilon`` (the y values) at each of ``steps`` (the x values).
+
+    Altschuler & Talwar: ε at δ against the number of steps T.  Ye & Shokri:
+    the RDP ε at one order α against the number of epochs K.
+    """
 
     label: str
     steps: np.ndarray
@@ -63,9 +83,18 @@ class FigureData:
     title: str
     caption: str
     curves: dict[str, Curve]
-    vlines: dict[str, float]  # label → T
+    vlines: dict[str, float]  # label → x
     xlim: tuple[float, float] | None = None
     params: dict = field(default_factory=dict)
+    # Axes; None keeps the Altschuler–Talwar defaults (steps T; ε at δ).
+    xlabel: str | None = None
+    ylabel: str | None = None
+    xscale: str = "log"
+    yscale: str = "log"
+    ylim: tuple[float, float] | None = None
+    legend_loc: str = "upper left"
+    legend_ncol: int = 1
+    vline_styles: dict[str, dict] = field(default_factory=dict)  # label → plot style
 
 
 # --------------------------------------------------------------------------- data
@@ -336,6 +365,212 @@ def _pld_crossover(run, steps, at, lo_i, hi_i, count, delta):
     return steps[order], np.array([cache[i] for i in order]), cross
 
 
+# --------------------------------------------------------------------------- Ye & Shokri
+
+#: Ye & Shokri's Figures 1 and 2 (from their captions), in the paper's convention.
+_YS_SETTING = {"n": 50, "b": 2, "eta": 0.02, "lambda": 1.0, "beta": 4.0, "S_g": 4.0, "sigma2": 4.0}
+_YS_ORDERS = (10.0, 15.0)
+_YS_COLORS = ("C0", "C1", "C2", "C4")  # one per order
+
+
+def _ye_shokri_run(batching: str, epochs: int = 1) -> Run:
+    """The figures' run: replace-one, so S_g = 2L; σ converted to the canonical z."""
+    p = _YS_SETTING
+    lipschitz = p["S_g"] / 2.0
+    z = noise_multiplier_from_sigma(
+        math.sqrt(p["sigma2"]), convention="ye-shokri", lipschitz=lipschitz,
+        batch_size=p["b"], learning_rate=p["eta"],
+    )
+    return Run.from_epochs(
+        epochs=epochs, n=p["n"], batch_size=p["b"], batching=batching, learning_rate=p["eta"],
+        noise_multiplier=z, lipschitz=lipschitz, smoothness=p["beta"], strong_convexity=p["lambda"],
+    )
+
+
+def _ys_caption(run: Run, epochs: np.ndarray, orders: np.ndarray, extra: str) -> str:
+    nu = run.noise_to_sensitivity
+    sigma = run.sigma("ye-shokri")
+    alphas = ", ".join(_fmt(a) for a in orders)
+    return " ".join([
+        f"Setting (Ye & Shokri's convention, from their captions): α ∈ {{{alphas}}}, "
+        f"n = {run.n}, b = {run.batch_size} (n/b = {run.steps_per_epoch} steps per epoch), "
+        f"η = {_fmt(run.learning_rate)}, λ = {_fmt(run.strong_convexity)}, "
+        f"β = {_fmt(run.smoothness)}, S_g = {_fmt(run.sensitivity)}, "
+        f"σ² = {_fmt(round(sigma * sigma, 12))} (each step adds √(2ησ²)·N(0, I)).",
+        f"Library: adjacency = {run.adjacency} (S_g = 2L, L = {_fmt(run.lipschitz)}), "
+        f"m = λ, M = β, z = {_fmt(run.noise_multiplier)} (noise std zL/b = "
+        f"{_fmt(run.noise_multiplier * run.lipschitz / run.batch_size)} on the mean gradient; "
+        f"noise/sensitivity z/2 = {_fmt(nu)}, so one use of the differing example costs "
+        f"ρ(α) = α/(2·{_fmt(nu)}²) = α/{_fmt(2 * nu * nu)}).",
+        f"y: the RDP ε at order α (not (ε, δ)); x: K = {int(epochs[0])}..{int(epochs[-1])} whole "
+        "epochs, log–log axes.",
+        extra,
+    ])
+
+
+def _per_epoch(analysis_name: str, run: Run, epochs: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """``analysis.rdp`` of ``run`` stopped after each of ``epochs`` whole epochs,
+    an array (len(epochs), len(orders))."""
+    analysis = get_analysis(analysis_name)
+    l = run.steps_per_epoch
+    return np.array([analysis.rdp(run.replace(steps=int(k) * l), orders) for k in epochs])
+
+
+def ye_shokri_figure_data(*, orders=_YS_ORDERS, max_epochs: int = 1000) -> dict[str, FigureData]:
+    """The data of Ye & Shokri's Figures 1, 2(a) and 2(b) (numpy only).
+
+    Keys ``"fig1"`` (fixed order: Theorem 3.3 for the first and the last batch,
+    Theorem 2.1), ``"fig2a"`` (shuffle and partition: Theorem 4.2, Theorem 3.3
+    last batch, composition) and ``"fig2b"`` (sampling without replacement:
+    Theorem 4.3, composition).  Every curve is the RDP ε at one order α of
+    ``orders`` after K = 1, …, ``max_epochs`` whole epochs; curve keys are
+    ``"<bound>/α=<α>"``.  ``params`` holds the runs, the orders and the epochs
+    where the hidden-state bounds cross composition.
+    """
+    orders = np.asarray(orders, dtype=float)
+    alphas = [float(a) for a in orders]
+    epochs = np.arange(1, int(max_epochs) + 1, dtype=np.int64)
+    ys = get_analysis("ye-shokri")
+    cyc = _ye_shokri_run("cyclic")
+    shuf = _ye_shokri_run("shuffle")
+    samp = _ye_shokri_run("sample")
+    l = cyc.steps_per_epoch
+
+    # Theorem 3.3 by position; the last batch is also what rdp_over_epochs gives for cyclic.
+    positions = [ys.rdp_per_position(cyc.replace(steps=int(k) * l), orders) for k in epochs]
+    first = np.array([p[0] for p in positions])
+    last = np.array([p[-1] for p in positions])
+    naive = _per_epoch("ye-shokri-naive", cyc, epochs, orders)  # K = uses = epochs
+    thm42 = ys.rdp_over_epochs(shuf, epochs, orders)
+    thm43 = ys.rdp_over_epochs(samp, epochs, orders)
+    comp_shuffle = _per_epoch("composition", shuf, epochs, orders)  # one Gaussian per epoch
+    # The sampled Gaussian (q = b/n) over K·n/b steps: the composition analysis on a
+    # ``sample`` run (valid there; the paper's baseline, not valid for shuffled batches).
+    comp_sampled = _per_epoch("composition", samp, epochs, orders)
+
+    def key(name, a):
+        return f"{name}/α={a:g}"
+
+    out: dict[str, FigureData] = {}
+    axes = dict(xlabel="K (epochs)", ylabel="RDP ε at order α", xscale="log", yscale="log")
+
+    # ---- Figure 1: fixed order.
+    curves = {}
+    for i, a in enumerate(alphas):
+        c = _YS_COLORS[i % len(_YS_COLORS)]
+        curves[key("naive", a)] = Curve(
+            f"α = {a:g}: Theorem 2.1 (naive baseline)", epochs, naive[:, i], {"color": c, "lw": 1})
+        curves[key("last-batch", a)] = Curve(
+            f"α = {a:g}: Theorem 3.3, last batch (j₀ = n/b − 1)", epochs, last[:, i],
+            {"color": c, "lw": 2.2, "ls": "--"})
+        curves[key("first-batch", a)] = Curve(
+            f"α = {a:g}: Theorem 3.3, first batch (j₀ = 0)", epochs, first[:, i], {"color": c, "lw": 2.2})
+    # Theorem 2.1 tends to 4ρ(α)/(ηλ), ρ(α) = α/(2ν²).
+    naive_limit = 4.0 / (2.0 * cyc.noise_to_sensitivity**2 * cyc.learning_rate * cyc.strong_convexity)
+    conv = "; ".join(
+        f"α = {a:g}: first batch {first[-1, i]:.5f}, last batch {last[-1, i]:.5f}, "
+        f"naive {naive[-1, i]:.4g} (→ 4ρ/(ηλ) = {a * naive_limit:g})"
+        for i, a in enumerate(alphas)
+    )
+    out["fig1"] = FigureData(
+        name="ye-shokri-fig1",
+        title="Ye & Shokri, Fig. 1: fixed order of mini-batches (cyclic)",
+        caption=_ys_caption(cyc, epochs, orders, (
+            "Bold: Theorem 3.3 for the differing example in the first batch B⁰ (j₀ = 0, solid) and in "
+            "the last batch (j₀ = n/b − 1, dashed, the worst position). Thin: Theorem 2.1, the naive "
+            "extension of Chourasia et al., with K = uses of the differing example, one per epoch "
+            "(the library's ye-shokri-naive). "
+            f"At K = {int(epochs[-1])}: {conv}. "
+            "Left out: the paper's Balle et al. (2019) Theorem 5 + composition curve (dashed in "
+            "the paper), which this library does not implement faithfully."
+        )),
+        curves=curves,
+        vlines={},
+        params={"run": cyc, "orders": orders, "epochs": epochs},
+        ylim=(1e-4, 40.0), legend_loc="lower right", legend_ncol=1, **axes,
+    )
+
+    # ---- Figure 2(a): shuffle and partition.
+    curves = {}
+    cross_42 = {}
+    for i, a in enumerate(alphas):
+        c = _YS_COLORS[i % len(_YS_COLORS)]
+        curves[key("composition", a)] = Curve(
+            f"α = {a:g}: composition, one Gaussian per epoch", epochs,
+            comp_shuffle[:, i], {"color": c, "lw": 1})
+        curves[key("composition-sampled", a)] = Curve(
+            f"α = {a:g}: sampled-Gaussian comp., NOT valid here",
+            epochs, comp_sampled[:, i], {"color": c, "lw": 1, "ls": ":"})
+        curves[key("last-batch", a)] = Curve(
+            f"α = {a:g}: Theorem 3.3, last batch", epochs, last[:, i],
+            {"color": c, "lw": 1.2, "ls": "--"})
+        curves[key("thm4.2", a)] = Curve(
+            f"α = {a:g}: Theorem 4.2", epochs, thm42[:, i],
+            {"color": c, "lw": 2.5})
+        cross_42[a] = _first_below(epochs, comp_sampled[:, i], thm42[:, i])
+    conv = "; ".join(
+        f"α = {a:g}: Theorem 4.2 {thm42[-1, i]:.6f} (K = 1: {thm42[0, i]:.6f}), last batch "
+        f"{last[-1, i]:.5f}; below the sampled-Gaussian line from K = {cross_42[a]}"
+        for i, a in enumerate(alphas)
+    )
+    out["fig2a"] = FigureData(
+        name="ye-shokri-fig2a",
+        title="Ye & Shokri, Fig. 2(a): shuffle and partition",
+        caption=_ys_caption(shuf, epochs, orders, (
+            "Bold: Theorem 4.2. Thin dashed: Theorem 3.3 for the last batch (the worst fixed "
+            "order). Thin solid: this library's composition for shuffled batches, one Gaussian "
+            "mechanism per epoch, K·ρ(α) (an example's batches are not independent samples, so "
+            "no amplification by sampling). Dotted: the paper's composition baseline, the "
+            "sampled Gaussian (Mironov et al.) with q = b/n over K·n/b steps, ≈ (b/n)·ρ(α)·K: "
+            "NOT a valid bound for shuffle and partition in this library's view, drawn only to "
+            f"compare with the paper. At K = {int(epochs[-1])}: {conv}."
+        )),
+        curves=curves,
+        vlines={},
+        params={"run": shuf, "orders": orders, "epochs": epochs, "crossover_sampled": cross_42},
+        ylim=(1e-5, 200.0), legend_loc="lower right", legend_ncol=2, **axes,
+    )
+
+    # ---- Figure 2(b): sampling without replacement.
+    curves = {}
+    cross_43 = {}
+    vlines, vstyles = {}, {}
+    for i, a in enumerate(alphas):
+        c = _YS_COLORS[i % len(_YS_COLORS)]
+        curves[key("composition", a)] = Curve(
+            f"α = {a:g}: composition (sampled Gaussian, q = b/n)", epochs, comp_sampled[:, i],
+            {"color": c, "lw": 1})
+        curves[key("thm4.3", a)] = Curve(
+            f"α = {a:g}: Theorem 4.3", epochs, thm43[:, i],
+            {"color": c, "lw": 2.5})
+        k = _first_below(epochs, comp_sampled[:, i], thm43[:, i])
+        cross_43[a] = k
+        if k is not None:
+            label = f"α = {a:g}: Theorem 4.3 < composition from K = {k}"
+            vlines[label] = float(k)
+            vstyles[label] = {"color": c, "ls": "-.", "lw": 1}
+    conv = "; ".join(
+        f"α = {a:g}: Theorem 4.3 {thm43[0, i]:.5f} at K = 1, {thm43[-1, i]:.5f} at K = "
+        f"{int(epochs[-1])}, below composition from K = {cross_43[a]}"
+        for i, a in enumerate(alphas)
+    )
+    out["fig2b"] = FigureData(
+        name="ye-shokri-fig2b",
+        title="Ye & Shokri, Fig. 2(b): sampling without replacement (fixed-size batches)",
+        caption=_ys_caption(samp, epochs, orders, (
+            "Bold: Theorem 4.3 (recursion over every step). Thin: composition, the sampled "
+            "Gaussian (Mironov et al.) with q = b/n over K·n/b steps (the library's composition "
+            f"for sample batches). {conv}."
+        )),
+        curves=curves,
+        vlines=vlines,
+        vline_styles=vstyles,
+        params={"run": samp, "orders": orders, "epochs": epochs, "crossover": cross_43},
+        legend_loc="upper left", legend_ncol=1, **axes,
+    )
+    return out
+
+
 # --------------------------------------------------------------------------- drawing
 
 
@@ -360,9 +595,10 @@ def _draw(data: FigureData, path: Path, *, plateau_dots: dict | None = None) -> 
     caption = "\n".join(textwrap.wrap(data.caption, width=125))
     bottom = 0.13 + 0.022 * (caption.count("\n") + 1)  # tick labels + x label + caption
     ax = fig.add_axes((0.1, bottom, 0.86, 0.92 - bottom))
+    log_y = data.yscale == "log"
     for key, c in data.curves.items():
         eps = np.asarray(c.epsilon, dtype=float)
-        ok = eps > 0  # log axes
+        ok = eps > 0 if log_y else np.isfinite(eps)
         ax.plot(np.asarray(c.steps)[ok], eps[ok], label=c.label, **c.style)
         if plateau_dots and key in plateau_dots:
             t = plateau_dots[key]
@@ -370,16 +606,20 @@ def _draw(data: FigureData, path: Path, *, plateau_dots: dict | None = None) -> 
             ax.plot([t], [eps[i]], "o", color=c.style.get("color"), ms=6)
     line_styles = [":", "--", "-."]
     for j, (label, t) in enumerate(data.vlines.items()):
-        ax.axvline(t, color="k" if j == 0 else "0.35", ls=line_styles[j % 3], lw=1, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+        style = {"color": "k" if j == 0 else "0.35", "ls": line_styles[j % 3], "lw": 1}
+        style.update(data.vline_styles.get(label, {}))
+        ax.axvline(t, label=label, **style)
+    ax.set_xscale(data.xscale)
+    ax.set_yscale(data.yscale)
     if data.xlim is not None:
         ax.set_xlim(*data.xlim)
-    ax.set_xlabel("T (number of noisy gradient steps)")
-    ax.set_ylabel(f"ε at δ = {data.params.get('delta', DELTA):g}")
+    if data.ylim is not None:
+        ax.set_ylim(*data.ylim)
+    ax.set_xlabel(data.xlabel or "T (number of noisy gradient steps)")
+    ax.set_ylabel(data.ylabel or f"ε at δ = {data.params.get('delta', DELTA):g}")
     ax.set_title(data.title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.legend(loc=data.legend_loc, ncol=data.legend_ncol, fontsize=8, framealpha=0.9)
     fig.text(0.03, 0.02, caption, ha="left", va="bottom", fontsize=7.5, family="sans-serif")
     fig.savefig(path, format="png")
     return path
@@ -399,9 +639,19 @@ def altschuler_talwar_figures(out_dir) -> list[Path]:
     return paths
 
 
-#: Paper name → function writing its figures into a directory.  Add Ye–Shokri here.
+def ye_shokri_figures(out_dir) -> list[Path]:
+    """Write Ye & Shokri's Figures 1, 2(a) and 2(b) as PNG files into ``out_dir``
+    (created if missing); return their paths."""
+    require_matplotlib()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [_draw(fig, out / f"{fig.name}.png") for fig in ye_shokri_figure_data().values()]
+
+
+#: Paper name → function writing its figures into a directory.
 PAPERS: dict[str, Callable[[Path], list[Path]]] = {
     "altschuler-talwar": altschuler_talwar_figures,
+    "ye-shokri": ye_shokri_figures,
 }
 
 
