@@ -46,3 +46,18 @@ def test_include_unsound_lets_it_win_and_says_so(capsys):
 def test_include_unsound_must_be_a_bool():
     with pytest.raises(ValueError, match="include_unsound must be True or False. Found 'yes'"):
         noisysgd.epsilon(RUN, delta=1e-5, include_unsound="yes")
+
+
+@pytest.mark.parametrize("batching", ["sample", "shuffle"])
+def test_every_result_of_a_flagged_analysis_says_why(batching):
+    from noisysgd.analyses import ANALYSES
+
+    run = RUN.replace(batching=batching, strong_convexity=0.5, smoothness=1.0, learning_rate=0.05)
+    report = noisysgd.epsilon(run, delta=1e-5, analyses=list(ANALYSES))
+    flagged = [name for name, a in ANALYSES.items() if not a.sound]
+    assert {"ryffel", "altschuler-talwar-sampled"} <= set(flagged)
+    for name, res in report.to_dict()["analyses"].items():
+        if name in flagged:
+            assert res["sound"] is False and len(res["not_sound_reason"]) > 40  # applies or not
+        else:
+            assert res["sound"] is True and res["not_sound_reason"] is None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .accountant import DEFAULT_ANALYSES, epsilon
-from .analyses import ANALYSES, get_analysis
+from .analyses import ANALYSES
 from .plots import PAPERS
 from .rdp import CONVERSIONS
 from .run import ADJACENCIES, BATCHING_SCHEMES, Run
@@ -249,8 +249,7 @@ def _cmd_epsilon(args) -> int:
         excluded = "" if report.include_unsound else ", excluded from the best bound"
         note = res.reason or ""
         if not res.sound:
-            footnotes.append(f"[{len(footnotes) + 1}] {name} is not sound: "
-                             + getattr(get_analysis(name), "unsound_reason", "see its documentation"))
+            footnotes.append(f"[{len(footnotes) + 1}] {name} is not sound: {res.not_sound_reason}")
             note = f"NOT SOUND{excluded} [{len(footnotes)}]" + (f"; {note}" if note else "")
         if res.applies and res.mu is not None:
             note = f"mu = {_fmt(res.mu)} (Gaussian DP, exact conversion)" + (f"; {note}" if note else "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from abc import ABC, abstractmethod
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,7 @@ class AnalysisResult:
     details: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     mu: float | None = None
+    not_sound_reason: str | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready form: non-finite numbers become ``null`` (``applies`` tells why)."""
@@ -62,6 +64,7 @@ class AnalysisResult:
             "sound": self.sound,
             "epsilon": _finite(self.epsilon),
             "mu": _finite(self.mu),
+            "not_sound_reason": self.not_sound_reason,
             "order": self.order,
             "conversion": self.conversion,
             "citation": self.citation,
@@ -107,6 +110,8 @@ class Analysis(ABC):
     #: False for published bounds whose proof is known to be incomplete: they
     #: are computed for comparison but never count as a guarantee.
     sound: bool = True
+    #: Why a flagged analysis is not sound (shown with every result of it).
+    unsound_reason: str | None = None
 
     @abstractmethod
     def assumptions(self) -> list[str]:
@@ -122,8 +127,14 @@ class Analysis(ABC):
             raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
         reason = self.why_not(run)
         if reason is not None:
-            return AnalysisResult(self.name, False, reason, self.sound, float(delta), citation=self.citation)
-        return self._evaluate(run, delta=delta, orders=orders, conversion=conversion)
+            result = AnalysisResult(self.name, False, reason, self.sound, float(delta), citation=self.citation)
+        else:
+            result = self._evaluate(run, delta=delta, orders=orders, conversion=conversion)
+        if not self.sound:  # every output that shows a flagged analysis says why
+            result = dataclasses.replace(
+                result, not_sound_reason=self.unsound_reason or "flagged not sound; see its documentation"
+            )
+        return result
 
     @abstractmethod
     def _evaluate(self, run: Run, *, delta: float, orders, conversion: str) -> AnalysisResult:
