@@ -34,23 +34,25 @@ def _mp_eps0(j, alpha, eta, S, sigma, b, lam):
     return base * c2 ** (j - 1) / mp.fsum(c2**s for s in range(j))
 
 
+def _mp_first_term(a, e, S, s, b, lam, n, K):
+    """The geometric first term shared by Theorems 3.3 and 4.2 (h = ⌊n/2b⌋)."""
+    l, h = n // b, n // (2 * b)
+    c2 = (1 - e * lam) ** 2
+    return _mp_eps0(h, a, e, S, s, b, lam) * (1 - c2 ** ((K - 1) * (l - h))) / (1 - c2 ** (l - h))
+
+
 def mp_theorem_3_3(alpha, eta, S, sigma, b, lam, n, K, j0):
     with mp.workdps(50):
         a, e, S, s, lam = (mp.mpf(x) for x in (alpha, eta, S, sigma, lam))
-        l = n // b
-        h = n // (2 * b)
-        c2 = (1 - e * lam) ** 2
-        first = _mp_eps0(h, a, e, S, s, b, lam) * (1 - c2 ** ((K - 1) * (l - h))) / (1 - c2 ** (l - h))
-        return first + _mp_eps0(l - j0, a, e, S, s, b, lam)
+        first = _mp_first_term(a, e, S, s, b, lam, n, K)
+        return first + _mp_eps0(n // b - j0, a, e, S, s, b, lam)
 
 
 def mp_theorem_4_2(alpha, eta, S, sigma, b, lam, n, K):
     with mp.workdps(50):
         a, e, S, s, lam = (mp.mpf(x) for x in (alpha, eta, S, sigma, lam))
         l = n // b
-        h = n // (2 * b)
-        c2 = (1 - e * lam) ** 2
-        first = _mp_eps0(h, a, e, S, s, b, lam) * (1 - c2 ** ((K - 1) * (l - h))) / (1 - c2 ** (l - h))
+        first = _mp_first_term(a, e, S, s, b, lam, n, K)
         avg = mp.fsum(mp.e ** ((a - 1) * _mp_eps0(l - j0, a, e, S, s, b, lam)) for j0 in range(l)) / l
         return first + mp.log(avg) / (a - 1)
 

@@ -53,6 +53,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .rdp import validate_delta, validate_orders
+from .run import _real
 
 __all__ = ["gdp_delta", "gdp_log_delta", "gdp_epsilon", "gdp_rdp", "validate_mu"]
 
@@ -67,15 +68,7 @@ _LOG2 = math.log(2.0)
 
 def validate_mu(mu) -> float:
     """Return ``mu`` as a finite float ≥ 0, or raise ``ValueError`` naming it."""
-    if isinstance(mu, bool) or mu is None:
-        raise ValueError(f"mu must be a non-negative finite number. Found {mu!r}.")
-    try:
-        m = float(mu)
-    except (TypeError, ValueError):
-        raise ValueError(f"mu must be a non-negative finite number. Found {mu!r}.") from None
-    if not math.isfinite(m) or m < 0:
-        raise ValueError(f"mu must be a non-negative finite number. Found {mu!r}.")
-    return m
+    return _real("mu", mu, positive=False)
 
 
 def _check_epsilon(epsilon) -> float:

@@ -91,7 +91,7 @@ import operator
 import numpy as np
 
 from ..rdp import validate_orders
-from ..run import Run, sigma_from_noise_multiplier
+from ..run import Run, _real, sigma_from_noise_multiplier
 from .base import RDPAnalysis
 
 __all__ = [
@@ -124,15 +124,7 @@ UNSOUND_REASON = (
 
 
 def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"{name} must be a positive finite number. Found {value!r}.")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive finite number. Found {value!r}.") from None
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a positive finite number. Found {value!r}.")
-    return number
+    return _real(name, value)
 
 
 def _count(name: str, value) -> int:
