@@ -61,3 +61,104 @@ def test_every_result_of_a_flagged_analysis_says_why(batching):
             assert res["sound"] is False and len(res["not_sound_reason"]) > 40  # applies or not
         else:
             assert res["sound"] is True and res["not_sound_reason"] is None
+
+
+# ---------------------------------------------------------------- best, calibrate, max_epochs
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from noisysgd.accountant import calibrate, max_epochs  # noqa: E402
+
+STRONG = noisysgd.Run.from_epochs(epochs=20, n=1000, batch_size=50, batching="shuffle", learning_rate=0.05,
+                                  noise_multiplier=1.0, lipschitz=1.0, smoothness=2.0,
+                                  strong_convexity=0.1, diameter=5.0)
+
+
+@settings(max_examples=8, deadline=None)
+@given(batching=st.sampled_from(["shuffle", "cyclic", "sample", "poisson"]), z=st.floats(0.6, 20.0),
+       epochs=st.integers(1, 60), m=st.sampled_from([0.0, 0.05, 0.5]))
+def test_best_never_exceeds_any_sound_analysis(batching, z, epochs, m):
+    run = STRONG.replace(batching=batching, noise_multiplier=z, steps=epochs * 20, strong_convexity=m,
+                         convex=True, learning_rate=0.02)
+    report = noisysgd.epsilon(run, delta=1e-5)
+    sound = {k: r.epsilon for k, r in report.results.items() if r.applies and r.sound}
+    assert sound and report.epsilon <= min(sound.values())
+    # the order-wise minimum is at most every RDP analysis' ε (its curve is pointwise smaller)
+    rdp_based = [r.epsilon for r in report.results.values()
+                 if r.applies and r.sound and r.rdp is not None and r.conversion != "gdp-exact"]
+    assert report.combined.epsilon <= min(rdp_based) * (1 + 1e-12)
+    assert report.best.sound
+
+
+def test_certificate_names_the_assumptions_the_bound_rests_on():
+    cert = noisysgd.epsilon(STRONG, delta=1e-5).certificate()
+    c = cert["certificate"]
+    assert c["rests_on"] == [cert["best_analysis"]] == ["ye-shokri"]
+    assert any("2/(m + M)" in a for a in c["assumptions"]["ye-shokri"])
+    assert c["trainer_must_run"]["batching"] == "shuffle"
+    assert "final model only" in c["guarantee"] and json.dumps(cert, allow_nan=False)
+
+
+@settings(max_examples=10, deadline=None)
+@given(target=st.floats(0.3, 8.0), delta=st.sampled_from([1e-5, 1e-8]),
+       steps=st.integers(10, 5000), q=st.floats(0.001, 0.2))
+def test_calibrated_noise_meets_the_target_and_a_little_less_does_not(target, delta, steps, q):
+    run = noisysgd.Run(n=10000, batch_size=max(1, int(10000 * q)), batching="poisson", steps=steps,
+                       learning_rate=0.1, noise_multiplier=1.0, lipschitz=1.0)
+    cal = calibrate(run, epsilon=target, delta=delta, analyses="composition")
+    z = cal.noise_multiplier
+    eps = lambda z_: noisysgd.epsilon(run.replace(noise_multiplier=z_), delta=delta,  # noqa: E731
+                                      analyses="composition").epsilon
+    assert cal.epsilon <= target and eps(z) <= target
+    assert eps(z / (1 + cal.rel_tol)) > target
+    assert eps(z * (1 - 1e-3)) > target
+
+
+def test_calibrate_best_uses_the_hidden_state_bound():
+    cal = calibrate(STRONG, epsilon=1.0, delta=1e-5)
+    comp = calibrate(STRONG, epsilon=1.0, delta=1e-5, analyses=["composition", "composition-pld"])
+    assert cal.report.best.analysis in ("ye-shokri", "order-wise-minimum", "altschuler-talwar")
+    assert cal.noise_multiplier < comp.noise_multiplier
+    assert cal.epsilon <= 1.0
+
+
+def test_calibrate_errors():
+    with pytest.raises(ValueError, match="epsilon must be a positive finite number. Found -1"):
+        calibrate(STRONG, epsilon=-1, delta=1e-5)
+    with pytest.raises(ValueError, match="not met even with noise_multiplier"):
+        calibrate(STRONG.replace(steps=10**6), epsilon=1e-3, delta=1e-5, analyses="composition",
+                  max_noise_multiplier=10.0)
+
+
+def test_max_epochs_limited_and_unlimited():
+    budget = max_epochs(STRONG.replace(noise_multiplier=9.4), epsilon=1.0, delta=1e-5)
+    E = budget.epochs
+    assert E is not None and E >= 1
+    at = lambda e: noisysgd.epsilon(STRONG.replace(noise_multiplier=9.4, steps=e * 20),  # noqa: E731
+                                    delta=1e-5).epsilon
+    assert at(E) <= 1.0 < at(E + 1)
+    unlimited = max_epochs(STRONG.replace(noise_multiplier=30.0), epsilon=1.0, delta=1e-5)
+    assert unlimited.epochs is None and unlimited.to_dict()["epochs"] == "unlimited"
+    assert unlimited.limit_epsilon < 1.0
+    p = unlimited.plateau_epochs
+    run30 = STRONG.replace(noise_multiplier=30.0)
+    after = noisysgd.epsilon(run30.replace(steps=p * 20), delta=1e-5).epsilon
+    before = noisysgd.epsilon(run30.replace(steps=(p - 1) * 20), delta=1e-5).epsilon
+    assert before < unlimited.limit_epsilon * (1 - 1e-3) <= after <= unlimited.limit_epsilon * (1 + 1e-9)
+
+
+def test_cli_calibrate_matches_the_api(capsys):
+    flags = ["calibrate", "--n", "10000", "--batch-size", "100", "--steps", "2000", "--lr", "0.1",
+             "--lipschitz", "1", "--batching", "poisson", "--epsilon", "2", "--delta", "1e-5",
+             "--analysis", "composition"]
+    assert main([*flags, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    run = noisysgd.Run(n=10000, batch_size=100, batching="poisson", steps=2000, learning_rate=0.1,
+                       noise_multiplier=1.0, lipschitz=1.0)
+    assert data["noise_multiplier"] == calibrate(run, epsilon=2, delta=1e-5,
+                                                 analyses="composition").noise_multiplier
+    assert main([*flags]) == 0
+    assert "noise multiplier z = " in capsys.readouterr().out
+    assert main([*flags[:-4], "--epsilon", "0", "--delta", "1e-5"]) == 2
+    assert "--epsilon: epsilon must be a positive" in capsys.readouterr().err

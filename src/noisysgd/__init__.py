@@ -3,9 +3,11 @@
 >>> import noisysgd
 >>> run = noisysgd.Run.from_epochs(epochs=10, n=60000, batch_size=256, batching="poisson",
 ...                                learning_rate=0.5, noise_multiplier=1.0, lipschitz=1.0)
->>> report = noisysgd.epsilon(run, delta=1e-5)
->>> sorted(report.results)
-['composition', 'composition-pld']
+>>> report = noisysgd.epsilon(run, delta=1e-5)   # every analysis; the smallest sound ε
+>>> report.best.analysis, round(report.epsilon, 3)
+('composition-pld', 9.451)
+>>> print(report.results["ye-shokri"].reason)
+needs strongly convex losses (strong_convexity m > 0, e.g. L2 regularization λ = m); found m = 0
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -1,45 +1,87 @@
-"""Run the requested analyses on one run and report the smallest sound ε.
+"""One accountant: the tightest sound bound, noise calibration, training budgets.
 
-(Issue 5 extends this with the order-by-order minimum over RDP analyses,
-calibration and planning; this module is the single place that combines
-analyses, so those additions land here.)
+:func:`epsilon` evaluates analyses on a run.  With ``analyses="best"`` (the
+default) it evaluates every analysis the library has and reports the smallest
+ε among
+
+* each applicable sound analysis on its own (RDP analyses converted from their
+  curve, Gaussian-DP analyses exactly, ``composition-pld`` by its PLD), and
+* the *order-wise minimum*: at every Rényi order α the smallest RDP value of
+  any applicable sound analysis (each is a valid bound on D_α of the released
+  model, so their minimum is one; GDP analyses enter as αμ²/2), converted to
+  (ε, δ) once.  This can beat every analysis alone when different analyses
+  are tightest at different orders.
+
+Analyses that do not apply are reported with their reason; analyses flagged
+not sound are reported with theirs and never supply the best bound unless
+``include_unsound=True``.
+
+:func:`calibrate` finds the smallest noise multiplier meeting a target
+(ε, δ); :func:`max_epochs` the longest training a budget allows.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from . import __version__
-from .analyses import AnalysisResult, get_analysis
-from .rdp import CONVERSIONS, validate_delta, validate_orders
-from .run import Run
+from .analyses import ANALYSES, AnalysisResult, get_analysis
+from .rdp import CONVERSIONS, epsilon_from_rdp, validate_delta, validate_orders
+from .run import Run, _real
 
-__all__ = ["DEFAULT_ANALYSES", "EpsilonReport", "epsilon"]
+__all__ = [
+    "BEST",
+    "COMBINED",
+    "DEFAULT_ANALYSES",
+    "EpsilonReport",
+    "Calibration",
+    "EpochBudget",
+    "epsilon",
+    "calibrate",
+    "max_epochs",
+]
 
+#: The pseudo-analysis name for "every analysis, and the tightest sound bound".
+BEST = "best"
+#: Name of the order-wise minimum in reports.
+COMBINED = "order-wise-minimum"
 #: Analyses evaluated when none are named.
-DEFAULT_ANALYSES = ("composition", "composition-pld")
+DEFAULT_ANALYSES = (BEST,)
 
 
 @dataclass(frozen=True)
 class EpsilonReport:
-    """Per-analysis results for one run and δ, and the smallest sound ε among them."""
+    """Per-analysis results for one run and δ, and the best bound among them.
+
+    ``combined`` is the order-wise minimum of the sound RDP curves (``None``
+    when fewer than one RDP/GDP analysis applies or ``best`` was not asked for).
+    """
 
     run: Run
     delta: float
     results: dict[str, AnalysisResult]
-    #: Whether analyses flagged not sound may supply the best bound (never by default).
     include_unsound: bool = False
+    combined: AnalysisResult | None = None
 
-    @property
-    def best(self) -> AnalysisResult | None:
-        """The applicable analysis with the smallest ε among the sound ones (and the
-        unsound ones too if ``include_unsound``); ``None`` if there is none."""
-        candidates = [
+    def _candidates(self) -> list[AnalysisResult]:
+        out = [
             r for r in self.results.values()
             if r.applies and (r.sound or self.include_unsound) and r.epsilon is not None
         ]
-        return min(candidates, key=lambda r: r.epsilon, default=None)
+        if self.combined is not None and self.combined.epsilon is not None:
+            out.append(self.combined)
+        return out
+
+    @property
+    def best(self) -> AnalysisResult | None:
+        """The result with the smallest ε among the applicable sound analyses and
+        their order-wise minimum (unsound ones too if ``include_unsound``);
+        ``None`` if there is none.  Ties go to a single analysis."""
+        candidates = self._candidates()
+        return min(candidates, key=lambda r: (r.epsilon, r.analysis == COMBINED), default=None)
 
     @property
     def epsilon(self) -> float | None:
@@ -60,17 +102,76 @@ class EpsilonReport:
             "include_unsound": self.include_unsound,
             "run": self.run.to_dict(),
             "analyses": {name: r.to_dict() for name, r in self.results.items()},
+            "order_wise_minimum": None if self.combined is None else self.combined.to_dict(),
         }
 
+    def certificate(self) -> dict:
+        """The privacy certificate: :meth:`to_dict` plus the assumptions that the
+        bound rests on — those of the analyses that supplied it — which the
+        trainer must uphold, and the run it must execute exactly."""
+        out = self.to_dict()
+        best = self.best
+        names: list[str] = []
+        if best is not None:
+            names = (list(best.details.get("components", [])) if best.analysis == COMBINED
+                     else [best.analysis])
+        out["certificate"] = {
+            "guarantee": None if best is None else (
+                f"({_fmt(best.epsilon)}, {self.delta:g})-DP for the final model only, "
+                f"{self.run.adjacency} adjacency"
+                + ("" if best.sound else " -- NOT SOUND: " + (best.not_sound_reason or ""))
+            ),
+            "rests_on": names,
+            "assumptions": {name: get_analysis(name).assumptions() for name in names},
+            "trainer_must_run": self.run.to_dict(),
+        }
+        return out
 
-def _check_delta(delta) -> float:
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise ValueError(f"delta must be in (0, 1). Found {delta!r}.") from None
-    if not (0.0 < d < 1.0):
-        raise ValueError(f"delta must be in (0, 1). Found {delta!r}.")
-    return d
+
+def _fmt(x: float) -> str:
+    return format(x, ".6g")
+
+
+def _names(analyses) -> list[str]:
+    if analyses is None:
+        names = list(DEFAULT_ANALYSES)
+    elif isinstance(analyses, str):
+        names = [analyses]
+    else:
+        names = list(analyses)
+    if not names:
+        raise ValueError("analyses must name at least one analysis. Found an empty list.")
+    for name in names:
+        if name != BEST:
+            get_analysis(name)  # ValueError listing the valid names
+    return names
+
+
+def _combine(results: dict[str, AnalysisResult], delta: float, conversion: str,
+             include_unsound: bool) -> AnalysisResult | None:
+    """The order-wise minimum of the applicable (sound) RDP curves, converted once."""
+    curves = [
+        r for r in results.values()
+        if r.applies and (r.sound or include_unsound) and r.rdp is not None
+    ]
+    if not curves:
+        return None
+    alpha = curves[0].orders
+    curves = [r for r in curves if r.orders.shape == alpha.shape and np.array_equal(r.orders, alpha)]
+    stack = np.vstack([r.rdp for r in curves])
+    which = np.argmin(stack, axis=0)
+    curve = stack[which, np.arange(alpha.size)]
+    conv = epsilon_from_rdp(alpha, curve, delta, conversion=conversion)
+    details: dict = {"components": [r.analysis for r in curves]}
+    if conv.order is not None:
+        i = int(np.flatnonzero(alpha == conv.order)[0])
+        details["at_optimal_order"] = {"analysis": curves[int(which[i])].analysis}
+    return AnalysisResult(
+        COMBINED, True, None, all(r.sound for r in curves), delta,
+        epsilon=conv.epsilon, order=conv.order, orders=alpha, rdp=curve, conversion=conversion,
+        citation="order-wise minimum of the applicable analyses' RDP bounds (each bounds D_α)",
+        details=details,
+    )
 
 
 def epsilon(
@@ -82,11 +183,13 @@ def epsilon(
     conversion: str = "improved",
     include_unsound: bool = False,
 ) -> EpsilonReport:
-    """Evaluate ``analyses`` (names) on ``run`` and report ε for ``delta``.
+    """Evaluate ``analyses`` on ``run`` and report ε for ``delta``.
 
-    The best bound is taken over sound analyses only, unless
-    ``include_unsound`` (then the report says that its best may not be a
-    guarantee).  Everything is validated before anything is computed.
+    ``analyses``: names of analyses, or ``"best"`` (the default): every
+    analysis, plus their order-wise minimum.  The best bound is taken over
+    sound analyses only, unless ``include_unsound`` (then the report says that
+    its best may not be a guarantee).  Everything is validated before anything
+    is computed.
 
     >>> from noisysgd import Run
     >>> run = Run(n=60000, batch_size=240, batching="poisson", steps=10000,
@@ -103,14 +206,247 @@ def epsilon(
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     alpha = None if orders is None else validate_orders(orders)
-    names = list(DEFAULT_ANALYSES if analyses is None else analyses)
-    if isinstance(analyses, str):
-        names = [analyses]
-    if not names:
-        raise ValueError("analyses must name at least one analysis. Found an empty list.")
-    chosen = {name: get_analysis(name) for name in dict.fromkeys(names)}
+    names = _names(analyses)
+    best = BEST in names
+    chosen = list(ANALYSES) if best else list(dict.fromkeys(names))
     results = {
-        name: a.evaluate(run, delta=d, orders=alpha, conversion=conversion)
-        for name, a in chosen.items()
+        name: get_analysis(name).evaluate(run, delta=d, orders=alpha, conversion=conversion)
+        for name in chosen
     }
-    return EpsilonReport(run, d, results, include_unsound)
+    combined = _combine(results, d, conversion, include_unsound) if best else None
+    return EpsilonReport(run, d, results, include_unsound, combined)
+
+
+#: :func:`epsilon` under a name that the ``epsilon=`` arguments below do not shadow.
+_report = epsilon
+
+
+# ------------------------------------------------------------------ calibration
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The smallest noise multiplier found to meet a target, and its report."""
+
+    noise_multiplier: float
+    target_epsilon: float
+    delta: float
+    report: EpsilonReport
+    rel_tol: float
+    evaluations: int
+
+    @property
+    def epsilon(self) -> float:
+        return self.report.epsilon
+
+    def to_dict(self) -> dict:
+        return {
+            "noise_multiplier": self.noise_multiplier,
+            "target_epsilon": self.target_epsilon,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "rel_tol": self.rel_tol,
+            "evaluations": self.evaluations,
+            "report": self.report.to_dict(),
+        }
+
+
+def _eps_or_inf(report: EpsilonReport) -> float:
+    e = report.epsilon
+    return math.inf if e is None else e
+
+
+def calibrate(
+    run: Run,
+    *,
+    epsilon: float,
+    delta: float,
+    analyses=None,
+    orders=None,
+    conversion: str = "improved",
+    include_unsound: bool = False,
+    rel_tol: float = 1e-4,
+    max_noise_multiplier: float = 1e6,
+) -> Calibration:
+    """The smallest noise multiplier z (to relative tolerance ``rel_tol``) for
+    which ``run`` (its own z is ignored) meets (``epsilon``, ``delta``) under
+    the best sound analysis (or the named ``analyses``).
+
+    Bisection in log z between a z that misses and one that meets the target;
+    the returned z is always one at which the bound was *evaluated* and met
+    the target (never an interpolation), and z/(1 + rel_tol) missed it — so it
+    never overshoots the budget, and z·(1 − 1e-3) misses it whenever the bound
+    is monotone in z (which holds for every analysis here up to the numerical
+    search inside altschuler-talwar).
+
+    >>> from noisysgd import Run
+    >>> run = Run(n=60000, batch_size=240, batching="poisson", steps=10000, learning_rate=0.1,
+    ...           noise_multiplier=1.0, lipschitz=1.0, adjacency="add-remove")
+    >>> cal = calibrate(run, epsilon=2.0, delta=1e-5, analyses="composition")
+    >>> round(cal.noise_multiplier, 3), cal.epsilon <= 2.0
+    (1.104, True)
+    """
+    if not isinstance(run, Run):
+        raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
+    target = _real("epsilon", epsilon)
+    d = validate_delta(delta)
+    tol = _real("rel_tol", rel_tol)
+    if not 1e-12 <= tol <= 0.1:
+        raise ValueError(f"rel_tol must be in [1e-12, 0.1]. Found {rel_tol!r}.")
+    zmax = _real("max_noise_multiplier", max_noise_multiplier)
+    names = _names(analyses)
+    count = 0
+
+    def at(z: float) -> EpsilonReport:
+        nonlocal count
+        count += 1
+        return _report(run.replace(noise_multiplier=z), delta=d, analyses=names,
+                                    orders=orders, conversion=conversion,
+                                    include_unsound=include_unsound)
+
+    hi = max(run.noise_multiplier, 1e-3)
+    hi_report = at(hi)
+    if hi_report.best is None:
+        raise ValueError(
+            "no sound analysis applies to this run; nothing to calibrate (see "
+            "noisysgd.epsilon(...).results for the reasons)"
+        )
+    if _eps_or_inf(hi_report) <= target:  # halve until the target is missed
+        while True:
+            lo = hi / 2.0
+            if lo < 1e-6:
+                return Calibration(hi, target, d, hi_report, tol, count)
+            r = at(lo)
+            if _eps_or_inf(r) > target:
+                break
+            hi, hi_report = lo, r
+    else:  # double until it is met
+        while True:
+            lo, hi = hi, hi * 2.0
+            if hi > zmax:
+                raise ValueError(
+                    f"epsilon {target!r} at delta {d!r} is not met even with noise_multiplier "
+                    f"{zmax:g} (max_noise_multiplier); the run may be too long for this budget"
+                )
+            hi_report = at(hi)
+            if _eps_or_inf(hi_report) <= target:
+                break
+    while hi / lo > 1.0 + tol:
+        z = math.sqrt(lo * hi)
+        r = at(z)
+        if _eps_or_inf(r) <= target:
+            hi, hi_report = z, r
+        else:
+            lo = z
+    return Calibration(hi, target, d, hi_report, tol, count)
+
+
+# ------------------------------------------------------------------ epoch budget
+
+
+@dataclass(frozen=True)
+class EpochBudget:
+    """How many whole epochs a budget allows (``None`` = unlimited)."""
+
+    epochs: int | None
+    target_epsilon: float
+    delta: float
+    #: For an unlimited budget: the limit of ε and the epochs after which it is
+    #: within 0.1% of it (the plateau).
+    limit_epsilon: float | None = None
+    plateau_epochs: int | None = None
+    analysis: str | None = None
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "epochs": "unlimited" if self.epochs is None else self.epochs,
+            "target_epsilon": self.target_epsilon,
+            "delta": self.delta,
+            "limit_epsilon": self.limit_epsilon,
+            "plateau_epochs": self.plateau_epochs,
+            "analysis": self.analysis,
+        }
+
+
+#: Analyses whose ε grows without bound in the number of steps.
+_DIVERGENT = ("composition", "composition-pld")
+#: Epochs at which a convergent bound is taken as its limit (checked against 1/10 of it).
+_FAR = 10**7
+
+
+def max_epochs(
+    run: Run,
+    *,
+    epsilon: float,
+    delta: float,
+    analyses=None,
+    orders=None,
+    conversion: str = "improved",
+    include_unsound: bool = False,
+) -> EpochBudget:
+    """The largest number of whole epochs of ``run`` (its ``steps`` are ignored)
+    whose best bound stays within (``epsilon``, ``delta``).
+
+    "Unlimited" (``epochs=None``) when the best bound at 10⁷ epochs equals the
+    one at 10⁶ (to 1e-9: a plateau) and is within the budget; then
+    ``plateau_epochs`` is the first epoch count within 0.1% of that limit.
+    Otherwise a doubling search and a bisection over whole epochs (ε is
+    non-decreasing in the number of epochs for every analysis here).
+    """
+    if not isinstance(run, Run):
+        raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
+    target = _real("epsilon", epsilon)
+    d = validate_delta(delta)
+    names = _names(analyses)
+    per_epoch = run.steps_per_epoch
+
+    # The composition baselines grow without bound (and the PLD's cost grows
+    # with T): the plateau is looked for among the other analyses only.
+    listed = list(ANALYSES) if BEST in names else names
+    convergent = [n for n in listed if n not in _DIVERGENT] + ([BEST] if BEST in names else [])
+
+    def report(epochs: int, which) -> EpsilonReport:
+        return _report(run.replace(steps=epochs * per_epoch), delta=d, analyses=which,
+                       orders=orders, conversion=conversion, include_unsound=include_unsound)
+
+    def at(epochs: int, which=names) -> float:
+        if BEST in which and which is not names:  # "best" without the divergent ones
+            which = [n for n in ANALYSES if n not in _DIVERGENT]
+            r = report(epochs, which)
+            combined = _combine(r.results, d, conversion, include_unsound)
+            return min(_eps_or_inf(r), math.inf if combined is None else combined.epsilon)
+        return _eps_or_inf(report(epochs, which))
+
+    first = at(1)
+    if first > target:
+        return EpochBudget(0, target, d, details={"epsilon_after_one_epoch": first})
+    if [n for n in convergent if n != BEST] or BEST in convergent:
+        far, before = at(_FAR, convergent), at(_FAR // 10, convergent)
+    else:
+        far = before = math.inf
+    if far <= target and far <= before * (1 + 1e-9):
+        lo, hi = 0, _FAR // 10  # first epoch count within 0.1% of the limit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if at(mid, convergent) >= far * (1 - 1e-3):
+                hi = mid
+            else:
+                lo = mid
+        return EpochBudget(None, target, d, limit_epsilon=far, plateau_epochs=hi,
+                           details={"plateau_rel_tol": 1e-3})
+    lo, hi = 1, 2
+    while at(hi) <= target:
+        lo, hi = hi, hi * 2
+        if hi > _FAR // 10:
+            raise ValueError(
+                f"epsilon {target!r} allows more than {lo} epochs but no plateau within it was "
+                "found; give a smaller budget or more noise"
+            )
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if at(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return EpochBudget(lo, target, d)

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .accountant import DEFAULT_ANALYSES, epsilon
+from .accountant import BEST, DEFAULT_ANALYSES, calibrate, epsilon
 from .analyses import ANALYSES
 from .plots import PAPERS
 from .rdp import CONVERSIONS
@@ -48,6 +48,9 @@ _FLAGS = {
     "conversion": "--conversion",
     "out": "--out",
     "paper": "--paper",
+    "epsilon": "--epsilon",
+    "rel_tol": "--rel-tol",
+    "include_unsound": "--include-unsound",
 }
 
 _EPSILON_EXAMPLES = """\
@@ -65,6 +68,18 @@ examples:
   noisysgd epsilon --n 60000 --batch-size 256 --epochs 10 --lr 0.5 \\
       --noise-multiplier 1.0 --lipschitz 1.0 --batching poisson --delta 1e-5 \\
       --adjacency add-remove --analysis composition --json
+"""
+
+
+_CALIBRATE_EXAMPLES = """\
+examples:
+  # noise for (1, 1e-5)-DP after 100 shuffled epochs of a regularized logistic regression
+  noisysgd calibrate --n 60000 --batch-size 256 --epochs 100 --lr 0.05 --lipschitz 1 \\
+      --smoothness 1.25 --strong-convexity 0.01 --batching shuffle --epsilon 1 --delta 1e-5
+
+  # the same with composition only, as JSON
+  noisysgd calibrate --n 60000 --batch-size 256 --epochs 100 --lr 0.05 --lipschitz 1 \\
+      --batching poisson --epsilon 1 --delta 1e-5 --analysis composition --json
 """
 
 
@@ -133,6 +148,26 @@ def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True) -> None:
     g.add_argument("--adjacency", default="replace", choices=ADJACENCIES, help="default: replace")
 
 
+def _add_accounting_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--analysis",
+        action="append",
+        choices=[BEST, *ANALYSES],
+        help=(
+            f"analysis to run (repeatable; default: {', '.join(DEFAULT_ANALYSES)} = every analysis, "
+            "and the smallest sound epsilon among them and their order-wise minimum)"
+        ),
+    )
+    p.add_argument("--orders", type=_orders, help="comma-separated Rényi orders (default: a built-in grid)")
+    p.add_argument("--conversion", default="improved", choices=CONVERSIONS, help="RDP to (eps, delta)")
+    p.add_argument(
+        "--include-unsound",
+        action="store_true",
+        help="let analyses flagged not sound (e.g. ryffel) supply the best epsilon (off by default)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="noisysgd",
@@ -150,21 +185,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_flags(p)
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
-    p.add_argument(
-        "--analysis",
-        action="append",
-        choices=list(ANALYSES),
-        help=f"analysis to run (repeatable; default: {', '.join(DEFAULT_ANALYSES)})",
-    )
-    p.add_argument("--orders", type=_orders, help="comma-separated Rényi orders (default: a built-in grid)")
-    p.add_argument("--conversion", default="improved", choices=CONVERSIONS, help="RDP to (eps, delta)")
-    p.add_argument(
-        "--include-unsound",
-        action="store_true",
-        help="let analyses flagged not sound (e.g. ryffel) supply the best epsilon (off by default)",
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    _add_accounting_flags(p)
     p.set_defaults(handler=_cmd_epsilon)
+    c = sub.add_parser(
+        "calibrate",
+        help="the smallest noise multiplier that meets a target (epsilon, delta)",
+        description=(
+            "Find the smallest noise multiplier z for which the run meets (--epsilon, --delta) under "
+            "the best sound analysis (or the ones named with --analysis). Bisection in log z; the z "
+            "printed was evaluated and meets the target, and z/(1 + rel-tol) did not."
+        ),
+        epilog=_CALIBRATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_flags(c, noise=False)
+    c.add_argument("--epsilon", type=float, required=True, help="target epsilon > 0")
+    c.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    c.add_argument("--rel-tol", type=float, default=1e-4, help="relative tolerance on z (default 1e-4)")
+    _add_accounting_flags(c)
+    c.set_defaults(handler=_cmd_calibrate)
     f = sub.add_parser(
         "figures",
         help="draw a paper's figures from the library's bounds (PNG files)",
@@ -192,7 +231,8 @@ def _run_from_args(args) -> Run:
         batch_size=args.batch_size,
         batching=args.batching,
         learning_rate=args.lr,
-        noise_multiplier=args.noise_multiplier,
+        # calibrate has no --noise-multiplier: a placeholder, replaced while searching
+        noise_multiplier=args.noise_multiplier if hasattr(args, "noise_multiplier") else 1.0,
         lipschitz=args.lipschitz,
         smoothness=args.smoothness,
         strong_convexity=args.strong_convexity,
@@ -263,6 +303,15 @@ def _cmd_epsilon(args) -> int:
                 note,
             ]
         )
+    if report.combined is not None:
+        comb = report.combined
+        rows.append([
+            comb.analysis, "yes", "yes" if comb.sound else "NO", _fmt(comb.epsilon),
+            _fmt(comb.order, 3) if comb.order is not None else "-",
+            "smallest RDP of the above at each order"
+            + (f" ({comb.details['at_optimal_order']['analysis']} at the optimal order)"
+               if "at_optimal_order" in comb.details else ""),
+        ])
     print(_table(rows))
     for line in footnotes:
         print(textwrap.fill(line, width=100, subsequent_indent="    "))
@@ -277,6 +326,34 @@ def _cmd_epsilon(args) -> int:
             f"best epsilon: {_fmt(best.epsilon)} ({best.analysis}) -- NOT SOUND, not a guarantee "
             "(--include-unsound; see the note above)"
         )
+    return 0
+
+
+def _cmd_calibrate(args) -> int:
+    run = _run_from_args(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cal = calibrate(
+            run, epsilon=args.epsilon, delta=args.delta, analyses=args.analysis, orders=args.orders,
+            conversion=args.conversion, include_unsound=args.include_unsound, rel_tol=args.rel_tol,
+        )
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        if "edge of the order grid" not in message:  # expected while z is being searched
+            print(f"noisysgd: warning: {message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(cal.to_dict(), indent=2, allow_nan=False))
+        return 0
+    best = cal.report.best
+    print(f"target: epsilon = {cal.target_epsilon:g}, delta = {cal.delta:g}, adjacency = {run.adjacency}")
+    print(
+        f"run: n = {run.n}, batch size = {run.batch_size} ({run.batching}), {run.steps} steps "
+        f"({run.epochs:.4g} epochs), L = {run.lipschitz:g}, lr = {run.max_learning_rate:g}"
+    )
+    print(f"noise multiplier z = {cal.noise_multiplier:.6g} (relative tolerance {cal.rel_tol:g})")
+    print(
+        f"epsilon at that z: {_fmt(cal.epsilon)} ({best.analysis}"
+        + ("" if best.sound else ", NOT SOUND") + f"); {cal.evaluations} evaluations"
+    )
     return 0
 
 
