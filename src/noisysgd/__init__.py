@@ -17,7 +17,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-from .accountant import EpsilonReport, epsilon  # noqa: E402
+from .accountant import Calibration, EpochBudget, EpsilonReport, calibrate, epsilon, max_epochs  # noqa: E402
 from .analyses import ANALYSES, get_analysis  # noqa: E402
 from .rdp import (  # noqa: E402
     DEFAULT_ORDERS,
@@ -44,6 +44,10 @@ __all__ = [
     "noise_multiplier_from_sigma",
     "epsilon",
     "EpsilonReport",
+    "calibrate",
+    "Calibration",
+    "max_epochs",
+    "EpochBudget",
     "ANALYSES",
     "get_analysis",
     "DEFAULT_ORDERS",
