@@ -86,12 +86,11 @@ factor ``steps_per_epoch``.
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from ..rdp import validate_orders
-from ..run import Run, _real, sigma_from_noise_multiplier
+from ..run import Run, _integer, _real, sigma_from_noise_multiplier
 from .base import RDPAnalysis
 
 __all__ = [
@@ -128,15 +127,7 @@ def _positive(name: str, value) -> float:
 
 
 def _count(name: str, value) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer >= 1. Found {value!r}.")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be an integer >= 1. Found {value!r}.") from None
-    if number < 1:
-        raise ValueError(f"{name} must be an integer >= 1. Found {value!r}.")
-    return number
+    return _integer(name, value)
 
 
 def _step_sizes(learning_rate, iterations) -> np.ndarray:
