@@ -95,7 +95,14 @@ OTHER = [
 
 
 def rdp_at(analysis, run, alpha):
-    return float(get_analysis(analysis).rdp(run, np.array([float(alpha)]))[0])
+    return float(get_analysis(_name(analysis, run)).rdp(run, np.array([float(alpha)]))[0])
+
+
+def _name(analysis, run):
+    """Theorem 4.2 on per-epoch reshuffling is the flagged ye-shokri-reshuffle."""
+    if analysis == "ye-shokri" and run.batching == "shuffle":
+        return "ye-shokri-reshuffle"
+    return analysis
 
 
 # ---------------------------------------------------------------- published values
@@ -137,7 +144,7 @@ def test_theorem_4_3_matches_mpmath_recursion(p, alpha, steps):
     ref = mp_theorem_4_3(alpha, p["eta"], p["S"], p["sigma"], p["b"], p["lam"], p["n"], steps)
     got = rdp_at("ye-shokri", run, alpha)
     assert got >= float(ref)  # never below the exact recursion
-    assert got == pytest.approx(float(ref), rel=1e-10)
+    assert got == pytest.approx(float(ref), rel=2e-9)  # rounded up by 1e-9
 
 
 @pytest.mark.parametrize("p", [FIG2, *OTHER])
@@ -186,11 +193,11 @@ def test_sampling_recursion_cost_does_not_grow_with_epochs(monkeypatch):
         values.append(analysis.rdp(paper_run(**FIG2, batching="sample", epochs=epochs), orders))
         costs.append(calls["n"])
     assert costs[1] == costs[0]
-    np.testing.assert_allclose(values[1], values[0], rtol=1e-10)
+    np.testing.assert_allclose(values[1], values[0], rtol=2e-9)
     # And the plateau is the recursion's fixed point: 20 000 exact steps agree.
     ref = mp_theorem_4_3(10, 0.02, 4.0, 2.0, 2, 1.0, 50, 3000)
     assert values[1][1] >= float(ref)
-    assert values[1][1] == pytest.approx(float(ref), rel=1e-9)
+    assert values[1][1] == pytest.approx(float(ref), rel=3e-9)
 
 
 def test_sampling_without_fixed_point_grows_linearly_and_stays_above_recursion():
@@ -203,7 +210,7 @@ def test_sampling_without_fixed_point_grows_linearly_and_stays_above_recursion()
                              q=0.04, steps=[10, 2500, 10**9])
     for steps, v in zip((10, 2500), values[:2, 0]):
         ref = float(mp_theorem_4_3(alpha, p["eta"], p["S"], p["sigma"], p["b"], p["lam"], p["n"], steps))
-        assert v >= ref and v == pytest.approx(ref, rel=1e-9)
+        assert v >= ref and v == pytest.approx(ref, rel=3e-9)
     assert values[2, 0] > values[1, 0] * 1e5  # keeps growing, no false plateau
 
 
@@ -236,9 +243,9 @@ def _run_from(d, batching, epochs):
 @settings_
 @given(params, st.integers(1, 60), st.sampled_from(["shuffle", "cyclic", "sample"]))
 def test_bounds_non_decreasing_in_epochs_and_below_their_limit(d, epochs, batching):
-    analysis = get_analysis("ye-shokri")
-    alpha = np.array([d["alpha"]])
     run = _run_from(d, batching, epochs)
+    analysis = get_analysis(_name("ye-shokri", run))
+    alpha = np.array([d["alpha"]])
     now = analysis.rdp(run, alpha)[0]
     later = analysis.rdp(_run_from(d, batching, epochs + 1), alpha)[0]
     limit = analysis.rdp(_run_from(d, batching, 10**7), alpha)[0]
@@ -253,7 +260,7 @@ def test_bounds_non_decreasing_in_epochs_and_below_their_limit(d, epochs, batchi
 def test_shuffle_never_exceeds_fixed_order_worst_position(d, epochs):
     analysis = get_analysis("ye-shokri")
     alpha = np.array([d["alpha"]])
-    shuffle = analysis.rdp(_run_from(d, "shuffle", epochs), alpha)[0]
+    shuffle = get_analysis("ye-shokri-reshuffle").rdp(_run_from(d, "shuffle", epochs), alpha)[0]
     cyclic = analysis.rdp(_run_from(d, "cyclic", epochs), alpha)[0]
     assert shuffle <= cyclic * (1 + 1e-12)
 
@@ -268,7 +275,7 @@ def test_larger_strong_convexity_never_increases_the_bound(d, epochs, batching, 
     stronger = run.replace(strong_convexity=m2, smoothness=max(run.smoothness, m2))
     alpha = np.array([d["alpha"]])
     for name in ("ye-shokri", "ye-shokri-naive"):
-        a = get_analysis(name)
+        a = get_analysis(_name(name, run))
         assert a.rdp(stronger, alpha)[0] <= a.rdp(run, alpha)[0] * (1 + 1e-12)
 
 
@@ -277,7 +284,8 @@ def test_larger_strong_convexity_never_increases_the_bound(d, epochs, batching, 
 def test_rdp_curves_non_decreasing_in_order(d, epochs):
     orders = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
     for batching in ("shuffle", "cyclic", "sample"):
-        curve = get_analysis("ye-shokri").rdp(_run_from(d, batching, epochs), orders)
+        run = _run_from(d, batching, epochs)
+        curve = get_analysis(_name("ye-shokri", run)).rdp(run, orders)
         assert np.all(np.diff(curve) >= -1e-12 * curve[1:])
 
 
@@ -306,14 +314,15 @@ def test_partial_epoch_positions_map_to_whole_epoch_runs():
     np.testing.assert_allclose(partial[10:], before[10:], rtol=1e-13)
     assert analysis.rdp(partial_run, alpha)[0] == pytest.approx(whole.max(), rel=1e-13)
     # shuffle stopping inside an epoch falls back to the fixed-order worst case, and says so
-    res = analysis.evaluate(partial_run.replace(batching="shuffle"), delta=1e-5, orders=alpha)
+    res = get_analysis("ye-shokri-reshuffle").evaluate(partial_run.replace(batching="shuffle"),
+                                                       delta=1e-5, orders=alpha)
     assert res.rdp[0] == pytest.approx(whole.max(), rel=1e-13)
     assert "partial_epoch_note" in res.details
 
 
 def test_b_not_dividing_n_uses_floor_and_reports_dropped_examples():
     run = paper_run(**OTHER[1], batching="shuffle", epochs=2)  # n = 37, b = 5
-    res = get_analysis("ye-shokri").evaluate(run, delta=1e-5)
+    res = get_analysis("ye-shokri").evaluate(run.replace(batching="cyclic"), delta=1e-5)
     assert run.steps_per_epoch == 7 and res.details["examples_dropped_per_epoch"] == 2
 
 
@@ -323,10 +332,11 @@ def test_rdp_over_epochs_matches_single_evaluations():
     epochs = np.array([1, 2, 7, 30])
     for batching in ("shuffle", "cyclic", "sample"):
         run = paper_run(**FIG2, batching=batching, epochs=1)
+        analysis = get_analysis(_name("ye-shokri", run))
         table = analysis.rdp_over_epochs(run, epochs, orders)
         for row, k in zip(table, epochs):
             single = analysis.rdp(paper_run(**FIG2, batching=batching, epochs=int(k)), orders)
-            np.testing.assert_allclose(row, single, rtol=1e-12)
+            np.testing.assert_allclose(row, single, rtol=1e-11)
 
 
 # ---------------------------------------------------------------- refusals
@@ -342,12 +352,14 @@ def test_rdp_over_epochs_matches_single_evaluations():
         ("ye-shokri", dict(smoothness=None), "smoothness"),
         ("ye-shokri", dict(lr_decay=0.5), "constant step size"),
         ("ye-shokri", dict(batch_size=30), "at least 2 batches"),
+        ("ye-shokri", dict(batching="shuffle"), "fresh permutation each epoch"),
+        ("ye-shokri-reshuffle", dict(), "covers shuffle batching; not cyclic"),
         ("ye-shokri-naive", dict(strong_convexity=0.0, convex=True), "strongly convex"),
-        ("chourasia", dict(), "not shuffle"),
+        ("chourasia", dict(), "not cyclic"),
     ],
 )
 def test_refusals_name_the_reason(name, change, needle):
-    run = paper_run(**FIG2, batching="shuffle", epochs=2).replace(**change)
+    run = paper_run(**FIG2, batching="cyclic", epochs=2).replace(**change)
     res = get_analysis(name).evaluate(run, delta=1e-5)
     assert not res.applies and needle in res.reason
     with pytest.raises(ValueError, match=name):
@@ -376,11 +388,33 @@ def test_cli_json_exposes_ye_shokri_and_chourasia(capsys):
     args = ["epsilon", "--n", "50", "--batch-size", "2", "--epochs", "5",
             "--lr", "0.02", "--noise-multiplier", "20", "--lipschitz", "2", "--smoothness", "4",
             "--strong-convexity", "1", "--batching", "shuffle", "--delta", "1e-5", "--json",
-            "--analysis", "ye-shokri", "--analysis", "ye-shokri-naive", "--analysis", "chourasia"]
+            "--analysis", "ye-shokri", "--analysis", "ye-shokri-reshuffle", "--analysis",
+            "ye-shokri-naive", "--analysis", "chourasia"]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
-    ysr = data["analyses"]["ye-shokri"]
-    assert ysr["applies"] and ysr["sound"] and ysr["rdp"]["10"] == pytest.approx(0.014470, abs=5e-7)
+    assert data["analyses"]["ye-shokri"]["applies"] is False  # per-epoch reshuffling: refused
+    ysr = data["analyses"]["ye-shokri-reshuffle"]
+    assert ysr["applies"] and not ysr["sound"] and "one random partition" in ysr["not_sound_reason"]
+    assert ysr["rdp"]["10"] == pytest.approx(0.014470, abs=5e-7)
     assert ysr["details"]["at_optimal_order"]["bound"] == "Theorem 4.2"
     assert data["analyses"]["chourasia"]["applies"] is False
-    assert data["best_analysis"] == "ye-shokri"
+    assert data["best_analysis"] == "ye-shokri-naive"
+
+
+def test_recursion_cut_short_bounds_the_rest_in_closed_form(monkeypatch):
+    # Past _MAX_ITERATIONS the remaining steps get a certified fixed point (root-finding) or
+    # the linear tail; both must stay above the exact recursion (this path once crashed).
+    monkeypatch.setattr(ys, "_MAX_ITERATIONS", 20)
+    alpha = np.array([2.0, 10.0, 40.0])
+    rho = alpha * 0.05 / 10
+    lc2 = 2 * math.log1p(-0.02)
+    got = ys.sampling_rdp(alpha, rho, lc2, q=0.04, steps=[5, 60, 10**9])
+    for i, a in enumerate(alpha):
+        for k, steps in enumerate((5, 60)):
+            ref = float(mp_theorem_4_3(a, 0.02, 4.0, 2.0, 2, 1.0, 50, steps))
+            assert got[k, i] >= ref
+        assert got[0, i] == pytest.approx(float(mp_theorem_4_3(a, 0.02, 4.0, 2.0, 2, 1.0, 50, 5)), rel=2e-9)
+    # orders with a fixed point: the far value is that fixed point (from the uncut run)
+    monkeypatch.setattr(ys, "_MAX_ITERATIONS", 200_000)
+    far = ys.sampling_rdp(alpha[:2], rho[:2], lc2, q=0.04, steps=10**9)
+    np.testing.assert_allclose(got[2, :2], far, rtol=1e-8)

@@ -28,12 +28,20 @@ analyses are, per batching:
     fixed order, ε ≤ ε₀^h·(1 − c^{2(K−1)(l−h)})/(1 − c^{2(l−h)}) + ε₀^{l−j₀},
     h = ⌊n/(2b)⌋ = ⌊l/2⌋.  The worst position is the last batch (ε₀¹ = ρ);
     :meth:`YeShokri.rdp_per_position` gives every position.
-``shuffle`` — Theorem 4.2 (5): the same first term plus
-    (1/(α−1))·log Avg_{j₀} exp((α−1)·ε₀^{l−j₀}), computed with logsumexp
-    (their footnote 4 shifts by ε₀¹ to avoid the overflow; logsumexp is exact).
-    Stated for whole epochs; a run that stops inside an epoch gets the
-    fixed-order bound at the worst position (valid for every order, hence for
-    the shuffled mixture by joint quasi-convexity) — say it in the details.
+``shuffle`` — **not covered by** ``ye-shokri``.  Theorem 4.2 (5) is proved for
+    "shuffle and partition" as in their Algorithm 1, line 3: *one* random
+    partition drawn once and reused in every epoch (Theorem 3.3 averaged over
+    the one uniform position j₀, Lemma 4.1).  This library's ``shuffle`` draws
+    a fresh permutation every epoch, so the differing example's position
+    changes between epochs and neither Theorem 3.3 nor 4.2 applies as stated.
+    Exact divergences of small linear-Gaussian instances found no violation
+    (review of issue 4), but that is not a proof: Theorem 4.2 on reshuffled
+    runs is the separate analysis ``ye-shokri-reshuffle``, flagged **not
+    sound**, kept for the paper's Figure 2(a) and comparison.  Its formula:
+    the first term of Theorem 3.3 plus (1/(α−1))·log Avg_{j₀} exp((α−1)·ε₀^{l−j₀}),
+    computed with logsumexp (their footnote 4 shifts by ε₀¹; logsumexp is exact);
+    whole epochs only (a run that stops inside an epoch gets Theorem 3.3 at
+    the worst position).
 ``sample`` — Theorem 4.3 (6): ε ≤ log(S)/(α−1) with S₀ = 1 and
     S ← q·e^{(α−1)ρ}·S + (1−q)·S^{c²}, q = b/n, once per step.  Run in log
     space; the map s ↦ f(s) is increasing and convex and f(s) − s is
@@ -105,6 +113,7 @@ from .base import RDPAnalysis
 
 __all__ = [
     "YeShokri",
+    "YeShokriReshuffle",
     "YeShokriNaive",
     "Chourasia",
     "epsilon0",
@@ -300,9 +309,10 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
             capped = todo & ~np.isnan(fixed)
             v[capped] = np.minimum(s[capped] + (float(ts[k]) - t) * slope[capped], fixed[capped])
             out[k] = v
-    # Round up by 1e-12 relative: float rounding in the recursion is far smaller,
-    # and a bound must never come out below the exact recursion.
-    curve = out / (alpha - 1.0) * (1.0 + 1e-12)
+    # Round up: float rounding (of c² above all) drifts by about 1e-16 per step;
+    # 1e-9 relative covers 10⁶ iterated steps with room, and a bound must never
+    # come out below the exact recursion.
+    curve = out / (alpha - 1.0) * (1.0 + 1e-9)
     curve = curve[0] if scalar else curve
     if return_info:
         return curve, fixed_at
@@ -321,7 +331,7 @@ def _certified_fixed_point(s0: float, r: float, q: float, c2: float):
         hi *= 2.0
         if hi > 1e300:
             return None
-    root = optimize.brentq(g, lo, hi, xtol=1e-300, rtol=4e-16, maxiter=500) if g(lo) > 0 else lo
+    root = optimize.brentq(g, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500) if g(lo) > 0 else lo
     cand = root * (1.0 + 1e-11) + 1e-300
     for _ in range(100):
         if g(cand) <= -1e-14 * cand:
@@ -398,7 +408,7 @@ class YeShokri(_Common):
 
     name = "ye-shokri"
     citation = _CITATION
-    batchings = ("shuffle", "cyclic", "sample", "full")
+    batchings = ("cyclic", "sample", "full")
 
     def assumptions(self) -> list[str]:
         return [
@@ -406,19 +416,27 @@ class YeShokri(_Common):
             "every example's loss is m-strongly convex (m > 0) and M-smooth on the domain; with "
             "L2 regularization λ these are the regularized loss's constants (Proposition 5.2)",
             "every per-example gradient of the unregularized loss has norm at most L (Lipschitz "
-            "constant or clipping norm), so replacing one example moves the batch gradient sum by "
-            "at most 2L",
+            "constant, or clipping norm where the clipped gradient is still that of a convex loss "
+            "with the stated m and M, as for GLMs, Proposition 5.2), so replacing one example "
+            "moves the batch gradient sum by at most 2L",
             "constant step size η < 2/(m + M), so each gradient step is a (1 − ηm)-contraction",
             "each step adds N(0, (z·L/b)²I) to the batch-averaged gradient (Ye & Shokri: "
             "√(2ησ²)·N(0, I) with σ = z·L·√(η/2)/b)",
             "no projection, or projection onto a convex set after each step (covered, see module "
             "notes); the start point does not depend on the data",
             "batches formed exactly as declared: sample = b distinct examples drawn afresh each "
-            "step; shuffle = a fresh permutation each epoch cut into ⌊n/b⌋ batches; cyclic = one "
-            "fixed order; the n mod b left-over examples are never used",
+            "step; cyclic = one fixed order of ⌊n/b⌋ batches, the n mod b left-over examples "
+            "never used",
         ]
 
     def why_not(self, run: Run) -> str | None:
+        if run.batching == "shuffle" and "shuffle" not in self.batchings:
+            return (
+                "Theorem 4.2 is proved for one random partition reused in every epoch; shuffle "
+                "here draws a fresh permutation each epoch, which no theorem of the paper covers "
+                "(ye-shokri-reshuffle computes it anyway, flagged not sound); use cyclic batches, "
+                "ye-shokri-naive or altschuler-talwar"
+            )
         reason = self._common_why_not(run)
         if reason is not None:
             return reason
@@ -457,12 +475,13 @@ class YeShokri(_Common):
                 curve = fixed_order_rdp(rho, lc2, batches=l, epochs=E)
                 label = "Theorem 3.3, worst position (last batch)"
         per_order = {"bound": np.full(alpha.shape, label)}
-        return np.asarray(curve, dtype=float), per_order
+        # closed forms: round up by 1e-12 relative so float rounding never lands below
+        return np.asarray(curve, dtype=float) * (1.0 + 1e-12), per_order
 
     def rdp_per_position(self, run: Run, orders) -> np.ndarray:
         """Theorem 3.3 for each position of the differing example in a fixed order
-        (``cyclic``; also valid for ``shuffle`` conditional on the order): an
-        array (⌊n/b⌋, len(orders)), row j₀ = batch j₀ (0-based) of each epoch.
+        (``cyclic``): an array (⌊n/b⌋, len(orders)), row j₀ = batch j₀ (0-based)
+        of each epoch.
 
         When the run stops r < l steps into its last epoch, batch j₀ < r was used
         E times and is followed by r − 1 − j₀ steps (the bound of position
@@ -471,7 +490,7 @@ class YeShokri(_Common):
         """
         alpha = self._check(run, orders)
         if run.batching not in ("cyclic", "shuffle"):
-            raise ValueError(f"run.batching must be cyclic or shuffle for per-position bounds. Found {run.batching!r}.")
+            raise ValueError(f"run.batching must be cyclic for per-position bounds. Found {run.batching!r}.")
         rho = self._rho(run, alpha)
         lc2 = _log_c2(run.learning_rate, run.strong_convexity)
         l = run.steps_per_epoch
@@ -496,8 +515,9 @@ class YeShokri(_Common):
         eta, m = run.learning_rate, run.strong_convexity
         lc2 = _log_c2(eta, m)
         l = run.steps_per_epoch
+        up = 1.0 + 1e-12  # as in rdp_with_details
         if run.batching == "full":
-            return naive_rdp(rho[None, :], eta * m, ks[:, None])
+            return naive_rdp(rho[None, :], eta * m, ks[:, None]) * up
         if run.batching == "sample":
             order = np.argsort(ks, kind="stable")
             vals = sampling_rdp(alpha, rho, lc2, q=run.batch_size / run.n, steps=ks[order] * l)
@@ -505,8 +525,8 @@ class YeShokri(_Common):
             out[order] = vals
             return out
         if run.batching == "shuffle":
-            return shuffle_rdp(alpha, rho, lc2, batches=l, epochs=ks)
-        return fixed_order_rdp(rho[None, :], lc2, batches=l, epochs=ks[:, None])
+            return shuffle_rdp(alpha, rho, lc2, batches=l, epochs=ks) * up
+        return fixed_order_rdp(rho[None, :], lc2, batches=l, epochs=ks[:, None]) * up
 
     def details(self, run: Run) -> dict:
         out = self._base_details(run)
@@ -541,6 +561,25 @@ class YeShokri(_Common):
                 "Theorems 3.3/4.2 need n/b >= 2; full batches use Theorem 2.1 with b = n "
                 "(Chourasia et al.'s bound; their Appendix D.7 bound is not implemented)"
             )
+        return out
+
+
+class YeShokriReshuffle(YeShokri):
+    """Theorem 4.2 applied to per-epoch reshuffling — the paper's Figure 2(a)
+    setting as this library runs it — computed for comparison, **not sound**."""
+
+    name = "ye-shokri-reshuffle"
+    sound = False
+    batchings = ("shuffle",)
+    unsound_reason = (
+        "Theorem 4.2 is proved for one random partition reused in every epoch (Algorithm 1, "
+        "line 3); here each epoch draws a fresh permutation, so the differing example's "
+        "position changes between epochs and the theorem does not apply as stated"
+    )
+
+    def details(self, run: Run) -> dict:
+        out = super().details(run)
+        out["not_sound"] = self.unsound_reason
         return out
 
 
