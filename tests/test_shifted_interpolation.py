@@ -31,6 +31,7 @@ from noisysgd import Run
 from noisysgd.analyses.base import GDPAnalysis
 from noisysgd.analyses import get_analysis
 from noisysgd.analyses import shifted_interpolation as si
+from noisysgd.analyses.altschuler_talwar import _minorant_cost
 from noisysgd.gdp import gdp_epsilon
 from noisysgd.rdp import OrderGridWarning, epsilon_from_rdp
 
@@ -69,16 +70,9 @@ def best_allocation(uses, c):
     T = len(uses)
     tau = np.cumsum([c ** (-2 * t) for t in range(T)])
     barrier = np.cumsum([c ** (-t) * s for t, s in enumerate(uses)])
-    hull = [(0.0, 0.0)]
-    for pt in zip(tau, barrier):
-        while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            if (y2 - y1) * (pt[0] - x1) >= (pt[1] - y1) * (x2 - x1):
-                hull.pop()
-            else:
-                break
-        hull.append(pt)
-    return sum((y2 - y1) ** 2 / (x2 - x1) for (x1, y1), (x2, y2) in zip(hull, hull[1:]))
+    # the minorant's cost: the library's helper, itself checked against brute force
+    # in test_altschuler_talwar (the derivation above is what this reference adds)
+    return _minorant_cost(list(zip(tau, barrier)))
 
 
 def cyclic_uses(l, steps, position):  # noqa: E741

@@ -355,7 +355,6 @@ class EpochBudget:
     #: within 0.1% of it (the plateau).
     limit_epsilon: float | None = None
     plateau_epochs: int | None = None
-    analysis: str | None = None
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -365,7 +364,6 @@ class EpochBudget:
             "delta": self.delta,
             "limit_epsilon": self.limit_epsilon,
             "plateau_epochs": self.plateau_epochs,
-            "analysis": self.analysis,
         }
 
 
@@ -404,32 +402,30 @@ def max_epochs(
     # The composition baselines grow without bound (and the PLD's cost grows
     # with T): the plateau is looked for among the other analyses only.
     listed = list(ANALYSES) if BEST in names else names
-    convergent = [n for n in listed if n not in _DIVERGENT] + ([BEST] if BEST in names else [])
+    convergent = [n for n in listed if n not in _DIVERGENT and n != BEST]
 
-    def report(epochs: int, which) -> EpsilonReport:
-        return _report(run.replace(steps=epochs * per_epoch), delta=d, analyses=which,
-                       orders=orders, conversion=conversion, include_unsound=include_unsound)
-
-    def at(epochs: int, which=names) -> float:
-        if BEST in which and which is not names:  # "best" without the divergent ones
-            which = [n for n in ANALYSES if n not in _DIVERGENT]
-            r = report(epochs, which)
+    def at(epochs: int, convergent_only: bool = False) -> float:
+        r = _report(run.replace(steps=epochs * per_epoch), delta=d,
+                    analyses=convergent if convergent_only else names, orders=orders,
+                    conversion=conversion, include_unsound=include_unsound)
+        eps = _eps_or_inf(r)
+        if convergent_only and BEST in names:  # their order-wise minimum too
             combined = _combine(r.results, d, conversion, include_unsound)
-            return min(_eps_or_inf(r), math.inf if combined is None else combined.epsilon)
-        return _eps_or_inf(report(epochs, which))
+            if combined is not None:
+                eps = min(eps, combined.epsilon)
+        return eps
 
     first = at(1)
     if first > target:
         return EpochBudget(0, target, d, details={"epsilon_after_one_epoch": first})
-    if [n for n in convergent if n != BEST] or BEST in convergent:
-        far, before = at(_FAR, convergent), at(_FAR // 10, convergent)
-    else:
-        far = before = math.inf
+    far = before = math.inf
+    if convergent:
+        far, before = at(_FAR, True), at(_FAR // 10, True)
     if far <= target and far <= before * (1 + 1e-9):
         lo, hi = 0, _FAR // 10  # first epoch count within 0.1% of the limit
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if at(mid, convergent) >= far * (1 - 1e-3):
+            if at(mid, True) >= far * (1 - 1e-3):
                 hi = mid
             else:
                 lo = mid

@@ -463,8 +463,11 @@ class YeShokri(_Common):
             curve = naive_rdp(rho, eta * m, run.steps)
             label = "Theorem 2.1 with b = n (Chourasia et al.)"
         elif run.batching == "sample":
-            curve = sampling_rdp(alpha, rho, lc2, q=run.batch_size / run.n, steps=run.steps)
+            curve, fixed_at = sampling_rdp(alpha, rho, lc2, q=run.batch_size / run.n, steps=run.steps,
+                                           return_info=True)
             label = "Theorem 4.3"
+            # where the recursion sat at its certified fixed point (inf: not reached)
+            per_order = {"plateau_steps": np.where(fixed_at <= run.steps, fixed_at, np.inf)}
         else:
             l = run.steps_per_epoch
             E, r = self._full_epochs(run)
@@ -474,7 +477,7 @@ class YeShokri(_Common):
             else:
                 curve = fixed_order_rdp(rho, lc2, batches=l, epochs=E)
                 label = "Theorem 3.3, worst position (last batch)"
-        per_order = {"bound": np.full(alpha.shape, label)}
+        per_order = {**(per_order or {}), "bound": np.full(alpha.shape, label)}
         # closed forms: round up by 1e-12 relative so float rounding never lands below
         return np.asarray(curve, dtype=float) * (1.0 + 1e-12), per_order
 
@@ -545,17 +548,10 @@ class YeShokri(_Common):
                     f"by the {E}-epoch bound"
                 )
         if run.batching == "sample":
-            alpha = np.array([2.0, 8.0, 32.0])
-            _, at = sampling_rdp(alpha, self._rho(run, alpha),
-                                 _log_c2(run.learning_rate, run.strong_convexity),
-                                 q=run.batch_size / run.n, steps=run.steps, return_info=True)
-            finite = at[np.isfinite(at)]
-            if finite.size:
-                out["plateau_steps"] = int(finite.max())
-                out["plateau_note"] = (
-                    "steps after which the Theorem 4.3 recursion sits at its fixed point (orders "
-                    "2, 8, 32); more steps cost no more privacy"
-                )
+            out["plateau_note"] = (
+                "at_optimal_order.plateau_steps: the step from which the Theorem 4.3 recursion "
+                "sits at its fixed point (null: not reached); more steps cost no more privacy"
+            )
         if run.batching == "full":
             out["full_batch_note"] = (
                 "Theorems 3.3/4.2 need n/b >= 2; full batches use Theorem 2.1 with b = n "
