@@ -67,6 +67,7 @@ __all__ = [
     "gaussian_rdp",
     "sampled_gaussian_rdp",
     "epsilon_from_rdp",
+    "epsilon_from_rdp_rows",
 ]
 
 _EPS = float(np.finfo(float).eps)
@@ -449,15 +450,7 @@ def epsilon_from_rdp(orders, rdp, delta: float, *, conversion: str = "improved")
     if np.isnan(values).any() or (values < 0).any():
         raise ValueError(f"rdp values must be non-negative numbers. Found {values.tolist()!r}.")
     d = validate_delta(delta)
-    if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
-    with np.errstate(invalid="ignore"):
-        if conversion == "classic":
-            eps = values + math.log(1.0 / d) / (alpha - 1)
-        else:
-            eps = values + np.log1p(-1.0 / alpha) - (math.log(d) + np.log(alpha)) / (alpha - 1)
-            eps = np.where(d * d + np.expm1(-values) > 0, 0.0, eps)
-    eps = np.where(np.isinf(values), np.inf, np.maximum(eps, 0.0))
+    eps = _epsilon_grid(alpha, values, d, conversion)
     i = int(np.argmin(eps))
     best = float(eps[i])
     if not math.isfinite(best):
@@ -471,3 +464,42 @@ def epsilon_from_rdp(orders, rdp, delta: float, *, conversion: str = "improved")
             stacklevel=2,
         )
     return EpsilonConversion(best, float(alpha[i]), conversion, bool(at_edge))
+
+
+def _epsilon_grid(alpha: np.ndarray, values: np.ndarray, d: float, conversion: str) -> np.ndarray:
+    """ε(δ) at every order (the last axis of ``values``), before the minimum over orders."""
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
+    with np.errstate(invalid="ignore"):
+        if conversion == "classic":
+            eps = values + math.log(1.0 / d) / (alpha - 1)
+        else:
+            eps = values + np.log1p(-1.0 / alpha) - (math.log(d) + np.log(alpha)) / (alpha - 1)
+            eps = np.where(d * d + np.expm1(-values) > 0, 0.0, eps)
+    return np.where(np.isinf(values), np.inf, np.maximum(eps, 0.0))
+
+
+def epsilon_from_rdp_rows(orders, rows, delta: float, *, conversion: str = "improved"):
+    """:func:`epsilon_from_rdp` for many RDP curves at once (one per row of
+    ``rows``, shape (k, len(orders))): returns (ε, optimal order) as two arrays of
+    length k (order NaN where ε is infinite).  No grid-edge warning: callers that
+    plot curves over many runs check the edge themselves if they need to.
+
+    >>> eps, order = epsilon_from_rdp_rows([2.0, 4.0, 8.0], [[0.1, 0.2, 4.0], [1, 2, 3]], 1e-5,
+    ...                                    conversion="classic")
+    >>> round(float(eps[0]), 6), order.tolist()
+    (4.037642, [4.0, 8.0])
+    """
+    alpha = validate_orders(orders)
+    values = np.asarray(rows, dtype=float)
+    if values.ndim != 2 or values.shape[1] != alpha.size:
+        raise ValueError(
+            f"rows must have shape (k, {alpha.size}), one value per order. Found shape {values.shape}."
+        )
+    if np.isnan(values).any() or (values < 0).any():
+        raise ValueError("rows must hold non-negative RDP values (no NaN).")
+    eps = _epsilon_grid(alpha, values, validate_delta(delta), conversion)
+    i = np.argmin(eps, axis=1) if eps.shape[0] else np.zeros(0, dtype=int)
+    best = eps[np.arange(eps.shape[0]), i]
+    order = np.where(np.isfinite(best), alpha[i], np.nan)
+    return best, order

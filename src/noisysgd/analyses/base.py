@@ -21,12 +21,13 @@ from ..rdp import (
     DEFAULT_ORDERS,
     OrderGridWarning,
     epsilon_from_rdp,
+    epsilon_from_rdp_rows,
     validate_delta,
     validate_orders,
 )
 from ..run import Run
 
-__all__ = ["AnalysisResult", "Analysis", "RDPAnalysis", "GDPAnalysis"]
+__all__ = ["AnalysisResult", "StepsCurve", "Analysis", "RDPAnalysis", "GDPAnalysis", "check_steps"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,41 @@ class AnalysisResult:
             "warnings": list(self.warnings),
             "rdp": rdp,
         }
+
+
+@dataclass(frozen=True)
+class StepsCurve:
+    """One analysis on the same run stopped after each of several step counts
+    (:meth:`Analysis.curve`): the data of an ε-versus-steps (or epochs) curve.
+
+    Arrays have one entry per step count.  ``epsilon`` is +inf where the
+    analysis does not apply; ``exact`` is False where the value was not
+    computed at that step count but read off a larger one that was (an upper
+    bound, because the bound is non-decreasing in the number of steps — used
+    by ``composition-pld``, whose every evaluation costs a PLD composition).
+    """
+
+    analysis: str
+    sound: bool
+    steps: np.ndarray
+    applies: np.ndarray
+    reason: str | None
+    epsilon: np.ndarray
+    order: np.ndarray
+    exact: np.ndarray
+    orders: np.ndarray | None = None
+    rdp: np.ndarray | None = None
+    mu: np.ndarray | None = None
+    not_sound_reason: str | None = None
+
+
+def check_steps(steps) -> np.ndarray:
+    """``steps`` as a 1-D int64 array of step counts >= 1, or ``ValueError`` naming it."""
+    ts = np.asarray(steps)
+    if (ts.ndim != 1 or ts.size == 0 or not np.issubdtype(ts.dtype, np.integer)
+            or (ts < 1).any()):
+        raise ValueError(f"steps must be a non-empty sequence of integers >= 1. Found {steps!r}.")
+    return ts.astype(np.int64)
 
 
 def _order_key(order: float) -> str:
@@ -140,6 +176,50 @@ class Analysis(ABC):
     def _evaluate(self, run: Run, *, delta: float, orders, conversion: str) -> AnalysisResult:
         """Compute the bound for a run the analysis applies to."""
 
+    def curve(self, run: Run, steps, *, delta: float, orders=None,
+              conversion: str = "improved") -> StepsCurve:
+        """ε(δ) of ``run`` stopped after each of ``steps`` (its own ``steps`` is
+        ignored): the same numbers as :meth:`evaluate` at each step count, but
+        with the expensive parts shared where the analysis allows it
+        (:meth:`RDPAnalysis.rdp_over_steps`, :meth:`GDPAnalysis.mu_over_steps`)."""
+        if not isinstance(run, Run):
+            raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
+        ts = check_steps(steps)
+        d = validate_delta(delta)
+        alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
+        reasons = [self.why_not(_at_steps(run, int(t))) for t in ts]
+        ok = np.array([r is None for r in reasons], dtype=bool)
+        eps = np.full(ts.size, np.inf)
+        order = np.full(ts.size, np.nan)
+        exact = np.ones(ts.size, dtype=bool)
+        parts: dict = {}
+        if ok.any():
+            parts = self._curve(run, ts[ok], delta=d, orders=alpha, conversion=conversion)
+            eps[ok], order[ok] = parts["epsilon"], parts.get("order", np.nan)
+            if "exact" in parts:
+                exact[ok] = parts["exact"]
+        extra = {}
+        for key in ("rdp", "mu"):
+            if key in parts:
+                full = np.full((ts.size, *np.shape(parts[key])[1:]), np.inf)
+                full[ok] = parts[key]
+                extra[key] = full
+        return StepsCurve(
+            self.name, self.sound, ts, ok, next((r for r in reasons if r is not None), None),
+            eps, order, exact, orders=alpha if "rdp" in extra else None,
+            not_sound_reason=None if self.sound else (
+                self.unsound_reason or "flagged not sound; see its documentation"),
+            **extra,
+        )
+
+    def _curve(self, run: Run, steps: np.ndarray, *, delta: float, orders: np.ndarray,
+               conversion: str) -> dict:
+        """ε at each step count (the analysis applies at every one): one
+        :meth:`evaluate` per step count unless a subclass shares the work."""
+        eps = [self._evaluate(_at_steps(run, int(t)), delta=delta, orders=orders,
+                              conversion=conversion).epsilon for t in steps]
+        return {"epsilon": np.array(eps, dtype=float)}
+
 
 class RDPAnalysis(Analysis):
     """An analysis that yields an RDP curve ε(α), converted to (ε, δ) at the end."""
@@ -151,6 +231,27 @@ class RDPAnalysis(Analysis):
     def details(self, run: Run) -> dict:
         """Extra quantities worth reporting (burn-in, mechanism, ...)."""
         return {}
+
+    def rdp_over_steps(self, run: Run, steps, orders) -> np.ndarray:
+        """RDP curves of ``run`` stopped after each of ``steps``: an array of
+        shape (len(steps), len(orders)).  This default evaluates :meth:`rdp`
+        once per step count; analyses with a closed form in the number of
+        steps override it."""
+        alpha = validate_orders(orders)
+        return np.array([self.rdp(_at_steps(run, int(t)), alpha) for t in check_steps(steps)])
+
+    def _curve(self, run, steps, *, delta, orders, conversion):
+        rows = np.asarray(self.rdp_over_steps(run, steps, orders), dtype=float)
+        eps, order = epsilon_from_rdp_rows(orders, rows, delta, conversion=conversion)
+        edge = (eps > 0) & np.isfinite(eps) & ((order == orders.min()) | (order == orders.max()))
+        if orders.size > 1 and edge.any():
+            warnings.warn(
+                f"{self.name}: the optimal Rényi order is at the edge of the order grid "
+                f"[{orders.min():g}, {orders.max():g}] at {int(edge.sum())} of {eps.size} step "
+                "counts; a wider grid may give a smaller epsilon there.",
+                OrderGridWarning, stacklevel=3,
+            )
+        return {"epsilon": eps, "order": order, "rdp": rows}
 
     def rdp_with_details(self, run: Run, orders) -> tuple[np.ndarray, dict | None]:
         """The RDP curve and, optionally, per-order quantities (arrays of the
@@ -209,6 +310,18 @@ class GDPAnalysis(Analysis):
         """The RDP curve αμ²/2 implied by μ-GDP (:func:`~noisysgd.gdp.gdp_rdp`)."""
         return gdp_rdp(self.mu(run), orders)
 
+    def mu_over_steps(self, run: Run, steps) -> np.ndarray:
+        """μ of ``run`` stopped after each of ``steps`` (one :meth:`mu` each by default)."""
+        return np.array([self.mu(_at_steps(run, int(t))) for t in check_steps(steps)], dtype=float)
+
+    def _curve(self, run, steps, *, delta, orders, conversion):
+        mus = self.mu_over_steps(run, steps)
+        return {
+            "epsilon": np.array([gdp_epsilon(float(m), delta) for m in mus]),
+            "mu": mus,
+            "rdp": np.array([gdp_rdp(float(m), orders) for m in mus]).reshape(mus.size, orders.size),
+        }
+
     def details(self, run: Run) -> dict:
         """Extra quantities worth reporting."""
         return {}
@@ -232,3 +345,16 @@ class GDPAnalysis(Analysis):
             details=self.details(run),
             mu=mu,
         )
+
+
+def _at_steps(run: Run, steps: int) -> Run:
+    """``run`` stopped after ``steps`` steps (an explicit step-size schedule cannot be
+    cut or extended: it fixes the number of steps)."""
+    if steps == run.steps:
+        return run
+    if isinstance(run.learning_rate, tuple):
+        raise ValueError(
+            "learning_rate must be a constant or a polynomial decay (lr_decay) to evaluate the run "
+            f"at other numbers of steps; an explicit schedule fixes steps = {run.steps}."
+        )
+    return run.replace(steps=steps)

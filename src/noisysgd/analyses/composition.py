@@ -30,6 +30,7 @@ tightest composition available, typically 5–15% below RDP).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -37,7 +38,7 @@ import numpy as np
 from ..gdp import gdp_epsilon
 from ..rdp import gaussian_rdp, sampled_gaussian_rdp
 from ..run import Run
-from .base import Analysis, AnalysisResult, RDPAnalysis
+from .base import Analysis, AnalysisResult, RDPAnalysis, check_steps
 
 __all__ = ["Composition", "CompositionPLD"]
 
@@ -58,6 +59,12 @@ def _mechanism(run: Run) -> tuple[str, int, float, float]:
         return "sampled-gaussian", run.steps, run.sampling_rate, sigma
     # shuffle/cyclic: once per (possibly partial) epoch; full: every step (1 step per epoch).
     return "gaussian", run.epochs_touched, 1.0, sigma
+
+
+def _per_mechanism_rdp(kind: str, q: float, sigma: float, orders) -> np.ndarray:
+    if kind == "sampled-gaussian":
+        return sampled_gaussian_rdp(orders, q, sigma)
+    return gaussian_rdp(orders, sigma)
 
 
 def _details(run: Run) -> dict:
@@ -88,9 +95,15 @@ class Composition(RDPAnalysis):
 
     def rdp(self, run: Run, orders) -> np.ndarray:
         kind, count, q, sigma = _mechanism(run)
-        if kind == "sampled-gaussian":
-            return count * sampled_gaussian_rdp(orders, q, sigma)
-        return count * gaussian_rdp(orders, sigma)
+        return count * _per_mechanism_rdp(kind, q, sigma, orders)
+
+    def rdp_over_steps(self, run: Run, steps, orders) -> np.ndarray:
+        """Closed form: the count of composed mechanisms times one mechanism's RDP."""
+        ts = check_steps(steps)
+        kind, _, q, sigma = _mechanism(run)
+        counts = np.array([_mechanism(run.replace(steps=int(t)))[1] for t in ts], dtype=float) \
+            if kind != "sampled-gaussian" else ts.astype(float)
+        return counts[:, None] * _per_mechanism_rdp(kind, q, sigma, orders)[None, :]
 
     def details(self, run: Run) -> dict:
         return _details(run)
@@ -123,33 +136,30 @@ class CompositionPLD(Analysis):
             # with σ/√k (their privacy-loss distributions are Gaussian): one event,
             # instead of a PLD self-composed k times (minutes for k in the thousands).
             return dp_accounting.GaussianDpEvent(sigma / math.sqrt(count))
-        event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
-        return dp_accounting.SelfComposedDpEvent(event, count)
+        return _sampled_event(q, sigma, count)
+
+    def _epsilon(self, run: Run, delta: float) -> float:
+        """ε(δ) of the composed mechanism (see :meth:`_evaluate`)."""
+        kind, count, _, sigma = _mechanism(run)
+        if kind != "sampled-gaussian":
+            return gdp_epsilon(math.sqrt(count) / sigma, float(delta))
+        return _pld_epsilon(run.sampling_rate, sigma, count, float(delta),
+                            self.value_discretization_interval)
 
     def _evaluate(self, run, *, delta, orders, conversion):
-        from dp_accounting.pld import PLDAccountant
-        from dp_accounting import NeighboringRelation
-
         # Under `replace` the sensitivity 2L is folded into noise_to_sensitivity,
         # so one step is the add/remove-style mechanism in both cases.
         details = _details(run)
         kind, count, _, sigma = _mechanism(run)
+        eps = self._epsilon(run, delta)
         if kind != "sampled-gaussian":
             # Composed Gaussians are one Gaussian mechanism, μ = √k/σ: its (ε, δ)
             # curve is known exactly (Dong, Roth & Su 2022, Corollary 2.13), which
             # is what the PLD approximates from above — and the PLD's grid of
             # width ε/1e-4 makes it take minutes once ε is in the thousands.
-            mu = math.sqrt(count) / sigma
-            eps = gdp_epsilon(mu, float(delta))
             details["method"] = "exact Gaussian-mechanism conversion (mu-GDP), no discretization"
-            details["mu"] = mu
+            details["mu"] = math.sqrt(count) / sigma
         else:
-            accountant = PLDAccountant(
-                NeighboringRelation.ADD_OR_REMOVE_ONE,
-                value_discretization_interval=self.value_discretization_interval,
-            )
-            accountant.compose(self.dp_event(run))
-            eps = float(accountant.get_epsilon(float(delta)))
             details["method"] = "dp_accounting PLD (pessimistic discretization)"
             details["value_discretization_interval"] = self.value_discretization_interval
         return AnalysisResult(
@@ -162,3 +172,67 @@ class CompositionPLD(Analysis):
             citation=self.citation,
             details=details,
         )
+
+    #: How many step counts of a curve get their own PLD composition (log-spaced,
+    #: always including the largest); see :meth:`_curve`.
+    curve_points = 16
+
+    def _curve(self, run, steps, *, delta, orders, conversion):
+        """Exact at every step count for unsampled batchings (one Gaussian).  For
+        sampled batches a PLD composition costs ~0.5 s, so it is computed at
+        :attr:`curve_points` log-spaced step counts and every other count gets
+        the value of the next larger computed one: composition never lowers ε
+        in the number of steps, so that is an upper bound (``exact`` False)."""
+        kind = _mechanism(run)[0]
+        if kind != "sampled-gaussian":
+            eps = np.array([self._epsilon(run.replace(steps=int(t)), delta) for t in steps])
+            return {"epsilon": eps}
+        order = np.argsort(steps, kind="stable")
+        sorted_steps = steps[order]
+        picks = np.unique(np.round(np.geomspace(1, sorted_steps.size, self.curve_points)).astype(int) - 1)
+        computed = {int(sorted_steps[i]): self._epsilon(run.replace(steps=int(sorted_steps[i])), delta)
+                    for i in picks}
+        keys = np.array(sorted(computed), dtype=np.int64)
+        vals = np.array([computed[int(k)] for k in keys])
+        nxt = np.searchsorted(keys, sorted_steps, side="left")  # the next computed count >= T
+        eps_sorted = vals[nxt]
+        out = np.empty(steps.size)
+        out[order] = eps_sorted
+        exact = np.empty(steps.size, dtype=bool)
+        exact[order] = keys[nxt] == sorted_steps
+        return {"epsilon": out, "exact": exact}
+
+
+def _sampled_event(q: float, sigma: float, count: int):
+    import dp_accounting
+
+    event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
+    return dp_accounting.SelfComposedDpEvent(event, count)
+
+
+@functools.lru_cache(maxsize=8)
+def _one_step_pld(q: float, sigma: float, interval: float):
+    """dp_accounting's PLD of one Poisson-sampled Gaussian (add/remove), built
+    once per (q, σ): its construction costs as much as composing it."""
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution
+
+    return privacy_loss_distribution.from_gaussian_mechanism(
+        standard_deviation=sigma, value_discretization_interval=interval, sampling_prob=q,
+        neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _pld_epsilon(q: float, sigma: float, count: int, delta: float, interval: float) -> float:
+    """ε(δ) of ``count`` Poisson-sampled Gaussians composed by dp_accounting's PLD
+    (pessimistic discretisation) — what its ``PLDAccountant`` does for
+    ``_sampled_event(q, σ, count)``, with the one-step PLD shared.  Cached:
+    calibration and planning ask for the same points again."""
+    from dp_accounting.pld import privacy_loss_distribution
+
+    # composed onto the identity PLD, exactly as PLDAccountant does (same float rounding)
+    pld = privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
+        _one_step_pld(q, sigma, interval).self_compose(count))
+    eps = float(pld.get_epsilon_for_delta(delta))
+    return eps if math.isfinite(eps) else math.inf

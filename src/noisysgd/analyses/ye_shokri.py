@@ -109,7 +109,7 @@ from scipy import optimize, special
 
 from ..rdp import validate_orders
 from ..run import Run
-from .base import RDPAnalysis
+from .base import RDPAnalysis, check_steps
 
 __all__ = [
     "YeShokri",
@@ -142,6 +142,13 @@ _MAX_ITERATIONS = 200_000
 _SETTLE_ITERATIONS = 2_000
 #: Relative stall at which a fixed point is certified for Theorem 4.3.
 _STALL = 1e-13
+#: Relative remaining climb (estimated) below which a fixed point just above the
+#: iterate is tried (an upper bound within ~1e-9 of the limit; the curve is
+#: rounded up by 1e-9 anyway).
+_GAP_RTOL = 1e-10
+#: An order whose iterates would need more than this many further steps to get
+#: within _GAP_RTOL of their fixed point is bounded in closed form instead.
+_SLOW_ITERATIONS = 50_000
 #: Chunk of positions for the log-average of Theorem 4.2 (memory).
 _CHUNK = 4096
 
@@ -216,6 +223,8 @@ def _sampling_map(s, r, q, c2):
     log(q·e^{r}·S + (1−q)·S^{c²}) with r = (α−1)ρ; accurate both for tiny s
     (as log1p of expm1 terms) and huge s (as a logaddexp)."""
     small = (s < 30.0) & (r + s < 30.0)
+    if small.all():  # the common case, one branch only (same values as below)
+        return np.log1p(q * np.expm1(r + s) + (1.0 - q) * np.expm1(c2 * s))
     with np.errstate(over="ignore", divide="ignore"):
         a = np.log1p(q * np.expm1(np.where(small, r + s, 0.0))
                      + (1.0 - q) * np.expm1(np.where(small, c2 * s, 0.0)))
@@ -256,6 +265,9 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
     slope = np.full(alpha.size, np.nan)  # settled increment (linear regime)
     anchor_t = np.zeros(alpha.size)
     t, nxt = 0, 0
+    fs = _sampling_map(s, r, q, c2)  # f(s) at the current iterate, one map call per step
+
+    capped = np.zeros(alpha.size, dtype=bool)  # linear bound and fixed point, both valid
 
     def value(T):
         v = s.copy()
@@ -263,52 +275,73 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
         v[done] = fixed[done]
         lin = ~np.isnan(slope)
         v[lin] = s[lin] + (T - anchor_t[lin]) * slope[lin]
+        v[capped] = np.minimum(v[capped], fixed[capped])
         if done.any():  # a fixed point certified at step T itself: the iterate is exact
-            exact = fixed_at == T
+            exact = (fixed_at == T) & ~capped
             v[exact] = s[exact]
         return v
+
+    def cap(orders):
+        """Stop iterating ``orders``: bound s_T by the linear bound from here and,
+        where there is one, a certified fixed point (root-finding)."""
+        for i in orders:
+            slope[i] = fs[i] - s[i]
+            anchor_t[i] = t
+            if a_lim[i] < 0.0:
+                star = _certified_fixed_point(s[i], r[i], q, c2)
+                if star is not None:
+                    fixed[i] = star
+                    capped[i] = True
 
     while nxt < ts.size:
         todo = np.isnan(fixed) & np.isnan(slope)
         if t >= _MAX_ITERATIONS or not todo.any():
             break
         idx = np.flatnonzero(todo)
-        new = _sampling_map(s[idx], r[idx], q, c2)
+        new = fs[idx]
         step = new - s[idx]
         s[idx] = new
         t += 1
         anchor_t[idx] = t
-        # A stall: certify a fixed point just above the iterate (f(s̄) ≤ s̄ ⇒ s* ≤ s̄).
+        fs[idx] = _sampling_map(new, r[idx], q, c2)
+        # Near a fixed point: certify one just above the iterate.  If f(s̄) ≤ s̄
+        # then every later iterate stays below s̄ (f is increasing and s_t ≤ s̄),
+        # so s̄ bounds s_T for every T ≥ t.  Candidates: the iterate plus 4× the
+        # geometric estimate of the remaining climb d/(1 − d/step), once that is
+        # below _GAP_RTOL of the iterate; or, at a stall, the iterate itself.
+        d = fs[idx] - new
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = d / step
+            gap = np.where((ratio > 0) & (ratio < 1), d / (1.0 - ratio), np.inf)
         stalled = step <= _STALL * np.maximum(new, 1e-300)
-        if stalled.any():
-            j = idx[stalled]
-            cand = s[j] * (1.0 + 1e-11) + 1e-300
+        close = stalled | (gap <= _GAP_RTOL * new)
+        if close.any():
+            j = idx[close]
+            cand = np.where(stalled[close], s[j] * (1.0 + 1e-11),
+                            np.maximum(s[j] + 4.0 * gap[close], s[j] * (1.0 + 1e-11))) + 1e-300
             ok = _sampling_map(cand, r[j], q, c2) <= cand * (1.0 - 1e-14)
             fixed[j[ok]] = cand[ok]
             fixed_at[j[ok]] = t
         # No fixed point (q·e^r >= 1): once the increments have settled, use the
         # linear bound s_T <= s_t + (T − t)·d_t (valid at any t; tight once settled).
-        d = _sampling_map(s[idx], r[idx], q, c2) - s[idx]
         settled = (np.isnan(fixed[idx]) & (a_lim[idx] >= 0.0)
                    & ((d - a_lim[idx] <= 1e-10 * np.abs(d)) | (t >= _SETTLE_ITERATIONS)))
         slope[idx[settled]] = d[settled]
+        # Orders creeping towards a far fixed point (contraction ratio near 1) would
+        # take more than _SLOW_ITERATIONS further steps to converge: cap them.
+        if t >= _SETTLE_ITERATIONS and t % 1024 == 0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.log(_GAP_RTOL * new / gap) / np.log(ratio)
+            slow = (np.isnan(fixed[idx]) & np.isnan(slope[idx]) & (a_lim[idx] < 0.0)
+                    & ~(need <= _SLOW_ITERATIONS))
+            cap(idx[slow])
         while nxt < ts.size and ts[nxt] == t:
             out[nxt] = value(t)
             nxt += 1
     if nxt < ts.size:  # the iteration was cut: closed-form bounds for the rest
-        todo = np.isnan(fixed) & np.isnan(slope)
-        for i in np.flatnonzero(todo):
-            slope[i] = float(_sampling_map(s[i:i + 1], r[i:i + 1], q, c2)[0]) - s[i]
-            anchor_t[i] = t
-            if a_lim[i] < 0.0:
-                star = _certified_fixed_point(s[i], r[i], q, c2)
-                if star is not None:
-                    fixed[i] = star
+        cap(np.flatnonzero(np.isnan(fixed) & np.isnan(slope)))
         for k in range(nxt, ts.size):
-            v = value(float(ts[k]))
-            capped = todo & ~np.isnan(fixed)
-            v[capped] = np.minimum(s[capped] + (float(ts[k]) - t) * slope[capped], fixed[capped])
-            out[k] = v
+            out[k] = value(float(ts[k]))
     # Round up: float rounding (of c² above all) drifts by about 1e-16 per step;
     # 1e-9 relative covers 10⁶ iterated steps with room, and a bound must never
     # come out below the exact recursion.
@@ -506,6 +539,15 @@ class YeShokri(_Common):
                 out[j0] = _first_term(rho, lc2, l, E - 1) + epsilon0(l - j0, rho, lc2)
         return out
 
+    def rdp_over_steps(self, run: Run, steps, orders) -> np.ndarray:
+        """Whole epochs share one pass (:meth:`rdp_over_epochs`); other step
+        counts are evaluated one by one."""
+        ts = check_steps(steps)
+        l = run.steps_per_epoch
+        if (ts % l == 0).all():
+            return self.rdp_over_epochs(run, ts // l, orders)
+        return super().rdp_over_steps(run, ts, orders)
+
     def rdp_over_epochs(self, run: Run, epochs, orders) -> np.ndarray:
         """RDP curves for the same run stopped after each of ``epochs`` whole
         epochs (``steps`` is ignored): an array (len(epochs), len(orders)).
@@ -600,6 +642,13 @@ class YeShokriNaive(_Common):
         eta, m = run.learning_rate, run.strong_convexity
         curve = naive_rdp(self._rho(run, alpha), eta * m, self._uses(run))
         return curve, None
+
+    def rdp_over_steps(self, run: Run, steps, orders) -> np.ndarray:
+        """Closed form in the number of uses of the differing example."""
+        alpha = self._check(run, orders)
+        uses = np.array([self._uses(run.replace(steps=int(t))) for t in check_steps(steps)])
+        eta, m = run.learning_rate, run.strong_convexity
+        return naive_rdp(self._rho(run, alpha)[None, :], eta * m, uses[:, None])
 
     def details(self, run: Run) -> dict:
         out = self._base_details(run)
