@@ -16,6 +16,8 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
 from .accountant import BEST, DEFAULT_ANALYSES, calibrate, epsilon
 from .analyses import ANALYSES
@@ -51,6 +53,7 @@ _FLAGS = {
     "epsilon": "--epsilon",
     "rel_tol": "--rel-tol",
     "include_unsound": "--include-unsound",
+    "plot": "--plot",
 }
 
 _EPSILON_EXAMPLES = """\
@@ -80,6 +83,19 @@ examples:
   # the same with composition only, as JSON
   noisysgd calibrate --n 60000 --batch-size 256 --epochs 100 --lr 0.05 --lipschitz 1 \\
       --batching poisson --epsilon 1 --delta 1e-5 --analysis composition --json
+"""
+
+
+_PLAN_EXAMPLES = """\
+examples:
+  # regularized logistic regression, shuffled fixed-order batches: where does hidden state pay?
+  noisysgd plan --n 60000 --batch-size 256 --lr 0.05 --noise-multiplier 4 --lipschitz 1 \\
+      --smoothness 1.25 --strong-convexity 0.01 --batching cyclic --delta 1e-5 --epochs 1:1000
+
+  # how many epochs does (2, 1e-5) allow?  with the curves as a PNG, and as JSON
+  noisysgd plan --n 60000 --batch-size 256 --lr 0.05 --noise-multiplier 4 --lipschitz 1 \\
+      --smoothness 1.25 --strong-convexity 0.01 --batching cyclic --delta 1e-5 \\
+      --epochs 1:1000:log40 --epsilon 2 --plot curve.png --json
 """
 
 
@@ -114,13 +130,24 @@ def _orders(text: str) -> list[float]:
     return values
 
 
-def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True) -> None:
+def _epoch_range(text: str):
+    from .planning import parse_epochs
+
+    try:
+        return parse_epochs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("epochs must be", "expected")) from None
+
+
+def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True, length: bool = True) -> None:
     g = p.add_argument_group("the run")
     g.add_argument("--n", type=int, required=True, help="number of training examples")
     g.add_argument("--batch-size", type=int, help="batch size b (expected size for poisson; n for full)")
-    length = g.add_mutually_exclusive_group(required=True)
-    length.add_argument("--steps", type=int, help="number of noisy gradient steps")
-    length.add_argument("--epochs", type=int, help="number of epochs (steps = epochs x steps per epoch)")
+    if length:
+        steps = g.add_mutually_exclusive_group(required=True)
+        steps.add_argument("--steps", type=int, help="number of noisy gradient steps")
+        steps.add_argument("--epochs", type=int,
+                           help="number of epochs (steps = epochs x steps per epoch)")
     g.add_argument("--lr", type=float, required=True, help="step size (learning rate) eta, or eta_0 with --lr-decay")
     g.add_argument(
         "--lr-decay",
@@ -204,6 +231,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rel-tol", type=float, default=1e-4, help="relative tolerance on z (default 1e-4)")
     _add_accounting_flags(c)
     c.set_defaults(handler=_cmd_calibrate)
+    pl = sub.add_parser(
+        "plan",
+        help="epsilon versus epochs under every analysis; cross-overs, plateaus, epoch budgets",
+        description=(
+            "Evaluate every analysis (or those named with --analysis) on the run stopped after each "
+            "of --epochs, and report where each hidden-state bound overtakes composition, the value "
+            "each convergent bound plateaus at, and, with --epsilon, how many epochs the budget "
+            "allows (\"unlimited\" when the best sound bound plateaus below it)."
+        ),
+        epilog=_PLAN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_flags(pl, length=False)
+    pl.add_argument("--epochs", type=_epoch_range, default="1:100",
+                    help="epochs to evaluate: A:B, A:B:STEP, A:B:logN or a list (default 1:100)")
+    pl.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    pl.add_argument("--epsilon", type=float,
+                    help="a budget: also report the largest number of epochs it allows")
+    pl.add_argument("--plot", metavar="PNG", help="also draw the curves into this PNG file")
+    _add_accounting_flags(pl)
+    pl.set_defaults(handler=_cmd_plan)
     f = sub.add_parser(
         "figures",
         help="draw a paper's figures from the library's bounds (PNG files)",
@@ -241,6 +289,8 @@ def _run_from_args(args) -> Run:
         adjacency=args.adjacency,
         lr_decay=args.lr_decay,
     )
+    if not hasattr(args, "steps"):  # plan: the epochs are a range, steps are set per point
+        return Run(steps=1, **common)
     if args.epochs is not None:
         return Run.from_epochs(epochs=args.epochs, **common)
     return Run(steps=args.steps, **common)
@@ -355,6 +405,127 @@ def _cmd_calibrate(args) -> int:
         + ("" if best.sound else ", NOT SOUND") + f"); {cal.evaluations} evaluations"
     )
     return 0
+
+
+def _pick_rows(epochs, count: int = 12) -> list[int]:
+    """Indices of about ``count`` log-spaced epochs of the plan (first and last included)."""
+    if epochs.size <= count:
+        return list(range(epochs.size))
+    targets = np.geomspace(epochs[0], epochs[-1], count)
+    idx = {int(np.searchsorted(epochs, t)) for t in targets} | {0, epochs.size - 1}
+    return sorted(min(i, epochs.size - 1) for i in idx)
+
+
+def _cmd_plan(args) -> int:
+    from .planning import plan
+
+    run = _run_from_args(args)
+    plot_path = None
+    if args.plot is not None:
+        from .plots import require_matplotlib
+
+        plot_path = _check_out_file(args.plot, "plot")
+        try:
+            require_matplotlib()
+        except ImportError as exc:
+            print(f"noisysgd plan: error: {exc}", file=sys.stderr)
+            return 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = plan(run, delta=args.delta, epochs=args.epochs, analyses=args.analysis,
+                 orders=args.orders, conversion=args.conversion,
+                 include_unsound=args.include_unsound, epsilon=args.epsilon)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        if "edge of the order grid" not in message:
+            print(f"noisysgd: warning: {message}", file=sys.stderr)
+    if plot_path is not None:
+        from .plots import plan_figure
+
+        try:
+            plan_figure(p, plot_path)
+        except OSError as exc:
+            raise ValueError(f"plot must be a writable file path. Writing {args.plot!r} failed: {exc}") from None
+    if args.json:
+        out = p.to_dict()
+        if plot_path is not None:
+            out["plot"] = str(plot_path)
+        print(json.dumps(out, indent=2, allow_nan=False))
+        return 0
+    shown = [name for name, c in p.curves.items() if c.applies]
+    print(f"delta = {p.delta:g}, adjacency = {run.adjacency}, conversion = {args.conversion}")
+    print(
+        f"run: n = {run.n}, batch size = {run.batch_size} ({run.batching}), "
+        f"{run.steps_per_epoch} steps per epoch, z = {run.noise_multiplier:g}, L = {run.lipschitz:g}, "
+        f"lr = {run.learning_rate:g}" + (f" * (t+1)^-{run.lr_decay:g}" if run.lr_decay else "")
+    )
+    print()
+    rows = [["epochs", *shown, "best"]]
+    for i in _pick_rows(p.epochs):
+        cells = []
+        for name in shown:
+            c = p.curves[name]
+            cell = _fmt(float(c.epsilon[i]))
+            cells.append(cell + ("" if c.exact[i] else "*"))
+        rows.append([str(int(p.epochs[i])), *cells, _fmt(float(p.best_epsilon[i]))])
+    print(_table(rows))
+    if any(not c.exact.all() for c in p.curves.values() if c.applies):
+        print("* upper bound: the value computed at the next larger epoch (the PLD is computed at a "
+              "few epochs; composition never lowers epsilon)")
+    print()
+    rows = [["analysis", "sound", "crosses composition at", "plateau", "reached after"]]
+    for name in shown:
+        c = p.curves[name]
+        if name in ("composition", "composition-pld"):
+            continue
+        rows.append([
+            name, "yes" if c.sound else "NO",
+            "-" if c.crossover_epoch is None else f"epoch {c.crossover_epoch}",
+            "none (grows)" if c.limit is None else _fmt(c.limit),
+            "-" if c.plateau_epoch is None else f"{c.plateau_epoch} epochs",
+        ])
+    if len(rows) > 1:
+        print(_table(rows))
+        print("(cross-over: the first epoch of the range from which the bound stays below the smaller "
+              "of composition and composition-pld; plateau: the limit as epochs grow, reached within "
+              "0.1%)")
+    not_applying = [(n, c.reason) for n, c in p.curves.items() if not c.applies]
+    if not_applying:
+        print("not applicable: " + "; ".join(n for n, _ in not_applying)
+              + " (noisysgd epsilon shows why)")
+    unsound = [n for n in shown if not p.curves[n].sound]
+    if unsound:
+        print("NOT SOUND (shown for comparison, never the best bound"
+              + (" unless --include-unsound" if not p.include_unsound else "") + "): "
+              + ", ".join(unsound))
+    last = p.best_analysis[-1]
+    print()
+    print(f"best sound epsilon after {int(p.epochs[-1])} epochs: {_fmt(float(p.best_epsilon[-1]))}"
+          + (f" ({last})" if last else ""))
+    if p.limit is not None:
+        print(f"limit of the best bound as epochs grow: {_fmt(p.limit)}")
+    if p.budget is not None:
+        b = p.budget
+        if b.epochs is None:
+            print(f"budget epsilon = {b.target_epsilon:g}: unlimited epochs (the best bound plateaus at "
+                  f"{_fmt(b.limit_epsilon)}, within 0.1% after {b.plateau_epochs} epochs)")
+        else:
+            print(f"budget epsilon = {b.target_epsilon:g}: at most {b.epochs} epochs")
+    if plot_path is not None:
+        print(f"plot: {plot_path}")
+    return 0
+
+
+def _check_out_file(text: str, name: str) -> Path:
+    """A file path whose directory exists and is writable (nothing is created)."""
+    path = Path(text)
+    if path.is_dir():
+        raise ValueError(f"{name} must be a file path. Found a directory: {text!r}.")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise ValueError(f"{name} must be in an existing directory. Found {text!r}.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} must be in a writable directory. Found {text!r}.")
+    return path
 
 
 def _check_out_dir(text: str) -> Path:

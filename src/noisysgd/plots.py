@@ -53,6 +53,8 @@ __all__ = [
     "ye_shokri_figure_data",
     "ye_shokri_figures",
     "write_figures",
+    "plan_figure",
+    "plan_figure_data",
 ]
 
 MATPLOTLIB_MISSING = "matplotlib is needed for figures: pip install 'noisysgd[plot]'"
@@ -95,6 +97,7 @@ class FigureData:
     legend_loc: str = "upper left"
     legend_ncol: int = 1
     vline_styles: dict[str, dict] = field(default_factory=dict)  # label → plot style
+    hlines: dict[str, float] = field(default_factory=dict)  # label → y
 
 
 # --------------------------------------------------------------------------- data
@@ -611,6 +614,8 @@ def _draw(data: FigureData, path: Path, *, plateau_dots: dict | None = None) -> 
         style = {"color": "k" if j == 0 else "0.35", "ls": line_styles[j % 3], "lw": 1}
         style.update(data.vline_styles.get(label, {}))
         ax.axvline(t, label=label, **style)
+    for label, y in data.hlines.items():
+        ax.axhline(y, label=label, color="0.25", ls="-.", lw=1)
     ax.set_xscale(data.xscale)
     ax.set_yscale(data.yscale)
     if data.xlim is not None:
@@ -648,6 +653,66 @@ def ye_shokri_figures(out_dir) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [_draw(fig, out / f"{fig.name}.png") for fig in ye_shokri_figure_data().values()]
+
+
+def plan_figure_data(plan) -> FigureData:
+    """ε versus epochs of a :class:`~noisysgd.planning.Plan`: every applicable
+    analysis (flagged ones dotted), the best sound bound in bold, each
+    cross-over with composition, and the budget if one was given."""
+    run = plan.run
+    epochs = plan.epochs
+    curves: dict[str, Curve] = {}
+    colors = iter(f"C{i}" for i in range(20))
+    for name, c in plan.curves.items():
+        if not c.applies:
+            continue
+        if name in ("composition", "composition-pld"):
+            style = {"color": "C3" if name == "composition" else "C1", "ls": "--", "lw": 1.5}
+        elif not c.sound:
+            style = {"color": "0.55", "ls": ":", "lw": 1.2}
+        else:
+            color = next(colors)
+            while color in ("C1", "C3"):
+                color = next(colors)
+            style = {"color": color, "lw": 1.5}
+        label = name + ("" if c.sound else " (NOT sound)")
+        if c.limit is not None:
+            label += f", plateau {c.limit:.3g}"
+        curves[name] = Curve(label, epochs, c.epsilon, style)
+    curves["best"] = Curve("best sound bound", epochs, plan.best_epsilon,
+                           {"color": "k", "lw": 3, "alpha": 0.35})
+    by_epoch: dict[int, list[str]] = {}
+    for name, c in plan.curves.items():
+        if c.crossover_epoch is not None and c.crossover_epoch > epochs[0] and c.sound:
+            by_epoch.setdefault(c.crossover_epoch, []).append(name)
+    vlines = {f"{', '.join(names)} < composition from epoch {e}": e for e, names in by_epoch.items()}
+    hlines = {}
+    if plan.budget is not None:
+        b = plan.budget
+        allowed = "unlimited epochs" if b.epochs is None else f"{b.epochs} epochs"
+        hlines[f"budget ε = {b.target_epsilon:g} ({allowed})"] = b.target_epsilon
+    caption = (
+        f"n = {run.n}, b = {run.batch_size} ({run.batching}, {run.steps_per_epoch} steps per epoch), "
+        f"η = {_fmt(run.learning_rate)}" + (f"·(t+1)^-{_fmt(run.lr_decay)}" if run.lr_decay else "")
+        + f", z = {_fmt(run.noise_multiplier)}, L = {_fmt(run.lipschitz)}, "
+        f"M = {_fmt(run.smoothness) if run.smoothness else '-'}, m = {_fmt(run.strong_convexity)}, "
+        f"D = {_fmt(run.diameter) if run.diameter else '-'}, adjacency = {run.adjacency}, "
+        f"δ = {_fmt(plan.delta)}, {plan.details.get('conversion', 'improved')} RDP conversion. "
+        "Composition: every iterate released; the others: the final model only. "
+        + ("composition-pld is computed at a few epochs and bounded by the next one in between. "
+           if "composition_pld_note" in plan.details else "")
+    )
+    return FigureData(
+        name="plan", title="ε versus epochs, by analysis", caption=caption, curves=curves,
+        vlines=vlines, hlines=hlines, params={"delta": plan.delta},
+        xlabel="epochs", xscale="log" if epochs[-1] / epochs[0] >= 20 else "linear",
+        legend_loc="upper left", legend_ncol=1,
+    )
+
+
+def plan_figure(plan, path) -> Path:
+    """Draw :func:`plan_figure_data` of ``plan`` into the PNG file ``path``."""
+    return _draw(plan_figure_data(plan), Path(path))
 
 
 #: Paper name → function writing its figures into a directory.
