@@ -149,6 +149,8 @@ _GAP_RTOL = 1e-10
 #: An order whose iterates would need more than this many further steps to get
 #: within _GAP_RTOL of their fixed point is bounded in closed form instead.
 _SLOW_ITERATIONS = 50_000
+#: Steps iterated between two rounds of fixed-point and settling checks.
+_BLOCK = 32
 #: Chunk of positions for the log-average of Theorem 4.2 (memory).
 _CHUNK = 4096
 
@@ -222,9 +224,15 @@ def _sampling_map(s, r, q, c2):
     """One step of Theorem 4.3 in log space, s = log S:
     log(q·e^{r}·S + (1−q)·S^{c²}) with r = (α−1)ρ; accurate both for tiny s
     (as log1p of expm1 terms) and huge s (as a logaddexp)."""
-    small = (s < 30.0) & (r + s < 30.0)
-    if small.all():  # the common case, one branch only (same values as below)
-        return np.log1p(q * np.expm1(r + s) + (1.0 - q) * np.expm1(c2 * s))
+    rs = r + s
+    if rs.max() < 600.0 and s.max() < 600.0:
+        # No overflow below e^709, and log1p of a sum of non-negative terms is
+        # accurate to a few ulps at any size: the common case, one expression.
+        return np.log1p(q * np.expm1(rs) + (1.0 - q) * np.expm1(c2 * s))
+    if s.min() >= 30.0 and rs.min() >= 30.0:  # every order far from 0: log space only
+        log_1q = math.log1p(-q) if q < 1.0 else -np.inf
+        return np.logaddexp(math.log(q) + rs, log_1q + c2 * s)
+    small = (s < 30.0) & (rs < 30.0)
     with np.errstate(over="ignore", divide="ignore"):
         a = np.log1p(q * np.expm1(np.where(small, r + s, 0.0))
                      + (1.0 - q) * np.expm1(np.where(small, c2 * s, 0.0)))
@@ -293,23 +301,33 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
                     fixed[i] = star
                     capped[i] = True
 
+    slow_check = _SETTLE_ITERATIONS
     while nxt < ts.size:
         todo = np.isnan(fixed) & np.isnan(slope)
         if t >= _MAX_ITERATIONS or not todo.any():
             break
         idx = np.flatnonzero(todo)
-        new = fs[idx]
-        step = new - s[idx]
-        s[idx] = new
-        t += 1
-        anchor_t[idx] = t
-        fs[idx] = _sampling_map(new, r[idx], q, c2)
+        # Iterate with nothing but the map up to the next multiple of _BLOCK
+        # (or requested T); the checks below run at multiples of _BLOCK only,
+        # so what is certified when does not depend on which T were requested.
+        block = int(min(_BLOCK - t % _BLOCK, ts[nxt] - t, _MAX_ITERATIONS - t))
+        cur, nxt_val, r_i = s[idx], fs[idx], r[idx]
+        for _ in range(block):
+            prev, cur = cur, nxt_val
+            nxt_val = _sampling_map(cur, r_i, q, c2)
+        t += block
+        s[idx], fs[idx], anchor_t[idx] = cur, nxt_val, t
+        if t % _BLOCK:
+            while nxt < ts.size and ts[nxt] == t:
+                out[nxt] = value(t)
+                nxt += 1
+            continue
+        new, step, d = cur, cur - prev, nxt_val - cur
         # Near a fixed point: certify one just above the iterate.  If f(s̄) ≤ s̄
         # then every later iterate stays below s̄ (f is increasing and s_t ≤ s̄),
         # so s̄ bounds s_T for every T ≥ t.  Candidates: the iterate plus 4× the
         # geometric estimate of the remaining climb d/(1 − d/step), once that is
         # below _GAP_RTOL of the iterate; or, at a stall, the iterate itself.
-        d = fs[idx] - new
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = d / step
             gap = np.where((ratio > 0) & (ratio < 1), d / (1.0 - ratio), np.inf)
@@ -329,7 +347,8 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
         slope[idx[settled]] = d[settled]
         # Orders creeping towards a far fixed point (contraction ratio near 1) would
         # take more than _SLOW_ITERATIONS further steps to converge: cap them.
-        if t >= _SETTLE_ITERATIONS and t % 1024 == 0:
+        if t >= slow_check:
+            slow_check = t + 1024
             with np.errstate(divide="ignore", invalid="ignore"):
                 need = np.log(_GAP_RTOL * new / gap) / np.log(ratio)
             slow = (np.isnan(fixed[idx]) & np.isnan(slope[idx]) & (a_lim[idx] < 0.0)
