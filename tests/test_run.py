@@ -159,3 +159,12 @@ def test_conversion_errors(kwargs, match):
         sigma_from_noise_multiplier(1.0, **kw)
     with pytest.raises(ValueError, match=r"sigma must be a positive finite number. Found -2"):
         noise_multiplier_from_sigma(-2, convention="altschuler-talwar", lipschitz=1.0, batch_size=10)
+
+
+def test_initialization_is_validated_and_recorded():
+    run = Run(n=10, batch_size=5, batching="sample", steps=3, learning_rate=0.1,
+              noise_multiplier=1.0, lipschitz=1.0)
+    assert run.initialization == "fixed" and run.to_dict()["initialization"] == "fixed"
+    assert run.replace(initialization="Gaussian").initialization == "gaussian"
+    with pytest.raises(ValueError, match="initialization must be one of fixed, gaussian. Found 'random'"):
+        run.replace(initialization="random")

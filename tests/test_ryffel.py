@@ -22,9 +22,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from noisysgd import Run
+from dataclasses import dataclass
+
+import noisysgd
 from noisysgd.analyses import ryffel as ry
 from noisysgd.analyses.ryffel import Ryffel, RyffelEpochs
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run(noisysgd.Run):
+    """Runs that start where Ryffel et al.'s Lemma 3.4 needs (their Algorithm 1 does)."""
+
+    initialization: str = "gaussian"
+
 
 R = Ryffel()
 RE = RyffelEpochs()
@@ -348,3 +359,11 @@ def test_function_validation():
         ry.decreasing_step_sizes(3, smoothness=1.0, strong_convexity=2.0)
     with pytest.raises(ValueError, match=r"orders must be finite and greater than 1"):
         ry.theorem_3_2_rdp([1.0], learning_rate=0.1, iterations=1, **kw)
+
+
+def test_refused_without_the_gaussian_start():
+    fixed = noisysgd.Run(n=1000, batch_size=10, batching="sample", steps=2000, learning_rate=0.5,
+                         noise_multiplier=2.0, lipschitz=1.0, smoothness=1.5, strong_convexity=0.2)
+    for analysis in (R, RE):
+        assert "Lemma 3.4 needs the start" in analysis.why_not(fixed)
+        assert analysis.why_not(fixed.replace(initialization="gaussian")) is None

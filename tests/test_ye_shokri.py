@@ -156,10 +156,14 @@ def test_theorem_2_1_and_chourasia_match_mpmath(p):
     ref = mp_theorem_2_1(10, p["eta"], p["S"], p["sigma"], p["b"], p["lam"], sample.steps)
     assert rdp_at("ye-shokri-naive", sample, 10) == pytest.approx(float(ref), rel=1e-12)
     # Chourasia et al.: full batches, b = n, η < 1/β.
-    full = paper_run(**{**p, "b": p["n"]}, batching="full", steps=50)
+    full = paper_run(**{**p, "b": p["n"]}, batching="full", steps=50, initialization="gaussian")
     ref = mp_theorem_2_1(10, p["eta"], p["S"], p["sigma"], p["n"], p["lam"], 50)
     assert rdp_at("chourasia", full, 10) == pytest.approx(float(ref), rel=1e-12)
     assert rdp_at("ye-shokri", full, 10) == pytest.approx(float(ref), rel=1e-12)
+    # ... and only from the start it assumes (any data-independent start suits ye-shokri)
+    fixed = full.replace(initialization="fixed")
+    assert "initialization='gaussian'" in get_analysis("chourasia").why_not(fixed)
+    assert rdp_at("ye-shokri", fixed, 10) == rdp_at("ye-shokri", full, 10)
 
 
 def test_log_average_does_not_overflow():
@@ -368,7 +372,8 @@ def test_refusals_name_the_reason(name, change, needle):
 
 def test_chourasia_needs_eta_below_one_over_beta():
     # 1/β = 0.25 < 2/(λ+β) = 0.4: Chourasia et al.'s condition is the stricter one.
-    run = paper_run(**{**FIG2, "b": 50, "eta": 0.3}, batching="full", steps=10)
+    run = paper_run(**{**FIG2, "b": 50, "eta": 0.3}, batching="full", steps=10,
+                    initialization="gaussian")
     assert get_analysis("ye-shokri").evaluate(run, delta=1e-5).applies
     res = get_analysis("chourasia").evaluate(run, delta=1e-5)
     assert not res.applies and "1/M" in res.reason

@@ -31,6 +31,7 @@ from .rdp import (  # noqa: E402
 from .run import (  # noqa: E402
     ADJACENCIES,
     BATCHING_SCHEMES,
+    INITIALIZATIONS,
     Run,
     noise_multiplier_from_sigma,
     sigma_from_noise_multiplier,
@@ -41,6 +42,7 @@ __all__ = [
     "Run",
     "BATCHING_SCHEMES",
     "ADJACENCIES",
+    "INITIALIZATIONS",
     "sigma_from_noise_multiplier",
     "noise_multiplier_from_sigma",
     "epsilon",

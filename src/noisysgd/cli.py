@@ -23,7 +23,7 @@ from .accountant import BEST, DEFAULT_ANALYSES, calibrate, epsilon
 from .analyses import ANALYSES
 from .plots import PAPERS
 from .rdp import CONVERSIONS
-from .run import ADJACENCIES, BATCHING_SCHEMES, Run
+from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 
 __all__ = ["build_parser", "main"]
 
@@ -54,6 +54,7 @@ _FLAGS = {
     "rel_tol": "--rel-tol",
     "include_unsound": "--include-unsound",
     "plot": "--plot",
+    "initialization": "--initialization",
 }
 
 _EPSILON_EXAMPLES = """\
@@ -173,6 +174,11 @@ def _add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True, length: bo
     )
     g.add_argument("--batching", required=True, choices=BATCHING_SCHEMES, help="how batches are formed")
     g.add_argument("--adjacency", default="replace", choices=ADJACENCIES, help="default: replace")
+    g.add_argument(
+        "--initialization", default="fixed", choices=INITIALIZATIONS,
+        help="start point: fixed (default), or gaussian = Proj(N(0, 2 sigma^2/m I)), which "
+             "chourasia (and ryffel) assume",
+    )
 
 
 def _add_accounting_flags(p: argparse.ArgumentParser) -> None:
@@ -288,6 +294,7 @@ def _run_from_args(args) -> Run:
         convex=args.convex,
         adjacency=args.adjacency,
         lr_decay=args.lr_decay,
+        initialization=args.initialization,
     )
     if not hasattr(args, "steps"):  # plan: the epochs are a range, steps are set per point
         return Run(steps=1, **common)

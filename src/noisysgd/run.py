@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 __all__ = [
     "BATCHING_SCHEMES",
     "ADJACENCIES",
+    "INITIALIZATIONS",
     "NOISE_CONVENTIONS",
     "Run",
     "sigma_from_noise_multiplier",
@@ -39,6 +40,13 @@ BATCHING_SCHEMES = ("poisson", "sample", "shuffle", "cyclic", "full")
 #: 2L; what the papers use).  ``add-remove``: one dataset has one example more
 #: (sensitivity L; the default of Opacus and dp_accounting).
 ADJACENCIES = ("replace", "add-remove")
+
+#: How the start point θ₀ is drawn, independently of the data.  ``fixed``: a
+#: fixed point of the constraint set (every analysis but ``chourasia``/``ryffel``
+#: allows any data-independent start, random or not).  ``gaussian``:
+#: θ₀ ~ Π_K(N(0, (2σ²/m)·I)) with σ in Ye & Shokri's convention — the start
+#: Chourasia et al. (and Ryffel et al., Lemma 3.4) assume.
+INITIALIZATIONS = ("fixed", "gaussian")
 
 #: Papers' noise conventions.  ``altschuler-talwar``: ω ← Π[ω − η(G + Z)],
 #: Z ~ N(0, σ²I).  ``ye-shokri`` (also Ryffel et al.): θ ← θ − ηg + √(2ησ²)·N(0, I).
@@ -133,10 +141,12 @@ class Run:
         L > 0, a bound on every example's gradient norm (Lipschitz constant or
         clipping norm).
     smoothness : float or None
-        M > 0, the smoothness of each example's loss; ``None`` if unknown
-        (analyses that need it will not apply).
+        M > 0, the smoothness of each example's loss *including* any L2
+        regularization (M_loss + λ); ``None`` if unknown (analyses that need
+        it will not apply).
     strong_convexity : float
-        m >= 0 (0 for merely convex losses); at most ``smoothness``.
+        m >= 0 (0 for merely convex losses); at most ``smoothness``.  With L2
+        regularization λ this is λ, and the trainer applies exactly that λ.
     diameter : float or None
         D > 0, the diameter of the convex constraint set the iterates are
         projected onto; ``None`` for no constraint.
@@ -146,6 +156,10 @@ class Run:
         ``strong_convexity > 0`` implies it.
     adjacency : {"replace", "add-remove"}
         Notion of neighbouring datasets.
+    initialization : {"fixed", "gaussian"}
+        How the trainer draws the start θ₀, independently of the data (see
+        :data:`INITIALIZATIONS`); the trainer can draw ``gaussian`` only for
+        m > 0 and a constant step size (its variance is 2σ²/m).
 
     Examples
     --------
@@ -173,6 +187,7 @@ class Run:
     convex: bool = False
     adjacency: str = "replace"
     lr_decay: float = 0.0
+    initialization: str = "fixed"
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -215,6 +230,7 @@ class Run:
         set_("convex", self.convex or m > 0)
         set_("diameter", _real("diameter", self.diameter, optional=True))
         set_("adjacency", _choice("adjacency", self.adjacency, ADJACENCIES))
+        set_("initialization", _choice("initialization", self.initialization, INITIALIZATIONS))
 
     @classmethod
     def from_epochs(cls, *, epochs: int, **kwargs) -> "Run":

@@ -374,6 +374,11 @@ class Ryffel(RDPAnalysis):
                 f"multiplier z has σ_k = z·L·√(η_k/2)/b ranging from {lo:.6g} to {hi:.6g}. Use a "
                 "constant learning rate, or theorem_3_2_rdp with a constant σ for their schedules"
             )
+        if run.initialization != "gaussian":
+            return (
+                "Lemma 3.4 needs the start θ₀ ~ Π_C(N(0, (2σ²/λ)·I)); declare "
+                f"initialization='gaussian'; found initialization={run.initialization!r}"
+            )
         return None
 
     # ------------------------------------------------------------ parameters

@@ -697,6 +697,16 @@ class Chourasia(YeShokriNaive):
             "each step adds N(0, (z·L/n)²I) to the full-batch mean gradient",
         ]
 
+    def why_not(self, run: Run) -> str | None:
+        reason = super().why_not(run)
+        if reason is None and run.initialization != "gaussian":
+            return (
+                "assumes the start θ₀ ~ Π_C(N(0, (2σ²/m)·I)) (their Theorem 2); declare "
+                "initialization='gaussian' and have the trainer draw it so; found "
+                f"initialization={run.initialization!r}"
+            )
+        return reason
+
     def details(self, run: Run) -> dict:
         out = super().details(run)
         sigma = run.sigma("ye-shokri")
