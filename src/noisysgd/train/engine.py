@@ -1,0 +1,564 @@
+"""The trainer: exactly the Noisy-SGD the privacy analyses assume.
+
+One :class:`~noisysgd.Run` drives both the accountant and the trainer: n, b,
+batching, steps, step sizes η_t, noise multiplier z, clip norm L, λ = m and
+the diameter D are read from it and nowhere else.  Each step is
+
+    ω ← Π_K[ω − η_t·(g_t + λ·ω + ξ_t)],   ξ_t ~ N(0, (z·L/b)²·I),
+
+    g_t = (1/b)·Σ_{i∈B_t} clip_L(∇ℓ_i(ω)),
+
+with b = ``run.batch_size`` the fixed denominator (also under ``poisson``,
+where |B_t| is random), λ = ``run.strong_convexity`` the L2 regularization
+(which is what supplies the strong convexity m = λ), clip_L the per-example
+clipping of the *unregularized* gradient at L = ``run.lipschitz`` (always
+applied: a no-op when L is at least the loss's natural Lipschitz constant,
+and the guarantee of the sensitivity whatever happens), η_t =
+``run.step_sizes()``, and Π_K the projection onto the L2 (Frobenius) ball of
+radius D/2 centred at 0 (none when ``run.diameter`` is None).
+
+Randomness: ``random_state`` seeds one root generator, split
+(:func:`rng_streams`) into independent streams for the batches, the noise
+and the initialization.  So :func:`sgd` (no noise) with the same
+``random_state`` sees the same batches as :func:`train`.
+
+What is released.  The hidden-state analyses cover ``coef`` only.  The
+``callback`` sees every hidden iterate and ``history`` (``record=True``) is
+the training objective computed on the data: neither is covered by any
+certificate; use them for diagnostics, not for publication.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ..analyses import get_analysis
+from ..run import Run
+from .batching import run_batches
+from .leaks import check_declared_constants
+from .losses import Loss, LossConstants, _augment, _float_dtype, _positive, _row_norms
+
+__all__ = ["TrainResult", "RNGStreams", "rng_streams", "train", "sgd", "noisy_sgd_core"]
+
+
+
+def _random_state(random_state):
+    """``random_state`` validated (None, a non-negative int or a Generator), untouched."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
+        return int(random_state)
+    raise ValueError(
+        "random_state must be None, a non-negative integer or a numpy.random.Generator. "
+        f"Found {random_state!r}."
+    )
+
+
+class RNGStreams(NamedTuple):
+    """Independent generators for the batches, the noise and the initialization."""
+
+    batches: np.random.Generator
+    noise: np.random.Generator
+    init: np.random.Generator
+
+
+def rng_streams(random_state=None) -> RNGStreams:
+    """Split ``random_state`` (None, a non-negative int or a Generator) into
+    the three streams :func:`train` and :func:`sgd` use.
+
+    >>> s = rng_streams(0)
+    >>> int(s.batches.integers(100)) == int(rng_streams(0).batches.integers(100))
+    True
+    """
+    root = np.random.default_rng(_random_state(random_state))
+    try:
+        children = root.spawn(3)
+    except (TypeError, ValueError, AttributeError):  # a bit generator without a seed sequence
+        children = [np.random.default_rng(s) for s in root.integers(0, 2**63, size=3)]
+    return RNGStreams(*children)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """The outcome of :func:`train` or :func:`sgd`.
+
+    Attributes
+    ----------
+    coef : numpy.ndarray
+        The final iterate W, shape (d+1,) or (d+1, k) (last row: the bias).
+        The only thing a hidden-state certificate covers.
+    steps : int
+        Steps run (``run.steps``).
+    history : tuple of dict
+        With ``record=True``: ``{"step", "epoch", "objective"}`` after every
+        epoch and at the end (training objective, *not private*).  Else empty.
+    enforced : dict
+        What the trainer enforced: clip norm, feature clip, λ, projection
+        radius, initialization, batching, denominator b, noise std, dtype,
+        the loss constants and their derivation, the analyses checked.
+    run : Run
+        The run that drove the trainer.
+    loss : Loss
+    feature_clip : float
+    """
+
+    coef: np.ndarray
+    steps: int
+    history: tuple = ()
+    enforced: dict = field(default_factory=dict)
+    run: Run | None = None
+    loss: Loss | None = None
+    feature_clip: float | None = None
+
+    def scores(self, X) -> np.ndarray:
+        """Scores x̄ᵀW of new examples (features clipped as in training)."""
+        from .losses import augment
+
+        return self.loss.scores(self.coef, augment(X, self.feature_clip, dtype=self.coef.dtype))
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions of the loss (±1, class index, or real value)."""
+        from .losses import augment
+
+        return self.loss.predict(self.coef, augment(X, self.feature_clip, dtype=self.coef.dtype))
+
+
+# --------------------------------------------------------------------------- core
+
+
+def noisy_sgd_core(
+    loss: Loss,
+    Xbar: np.ndarray,
+    Y: np.ndarray,
+    *,
+    batches: Iterable,
+    step_sizes,
+    denominator: int,
+    init: np.ndarray,
+    l2: float = 0.0,
+    thresholds: np.ndarray | None = None,
+    noise_std: float = 0.0,
+    radius: float | None = None,
+    noise_rng: np.random.Generator | None = None,
+    callback: Callable | None = None,
+    record_every: int | None = None,
+) -> tuple[np.ndarray, int, list]:
+    """The step loop, without validation (use :func:`train` or :func:`sgd`).
+
+    W ← Π[W − η_t·(X̄_Bᵀψ(X̄_B W)/b + λW + ξ_t)] for each batch B of
+    ``batches`` and η_t of ``step_sizes``, with ψ the loss's derivative,
+    clipped per example to ``thresholds[i]`` = L/‖x̄_i‖ unless ``thresholds``
+    is None, ξ_t ~ N(0, noise_std²·I) from ``noise_rng`` (none when
+    ``noise_std`` is 0), Π the projection onto the ball of ``radius`` (none
+    when None).  Arrays must already be in one float dtype (that of ``Xbar``).
+
+    Returns (W, steps run, history); ``callback(step, W)`` after every step
+    (W is the live iterate: do not modify it).
+    """
+    dt = Xbar.dtype
+    W = np.array(init, dtype=dt, copy=True)
+    flat = W.reshape(-1)
+    inv_b = 1.0 / denominator
+    noise_std = float(noise_std)
+    noise = np.empty_like(W) if noise_std > 0.0 else None
+    if noise is not None and noise_rng is None:
+        raise ValueError("noise_rng must be a numpy.random.Generator when noise_std > 0. Found None.")
+    r2 = None if radius is None else float(radius) ** 2
+    history = []
+    etas = [float(e) for e in np.asarray(step_sizes, dtype=float)]
+    t = 0
+    for t, (batch, eta) in enumerate(zip(batches, etas), start=1):
+        Xb = Xbar[batch]
+        S = Xb @ W
+        if thresholds is None:
+            D = loss.derivative(S, Y[batch])
+        else:
+            D = loss.clipped_derivative(S, Y[batch], thresholds[batch])
+        G = Xb.T @ D  # Σ_{i∈B} clipped ∇ℓ_i, one matmul back
+        G *= inv_b
+        if noise is not None:
+            noise_rng.standard_normal(dtype=dt, out=noise)
+            noise *= noise_std
+            G += noise
+        if l2:
+            W *= 1.0 - eta * l2  # the λω term of the step
+        G *= eta
+        W -= G
+        if r2 is not None:
+            sq = float(flat @ flat)
+            if sq > r2:
+                W *= math.sqrt(r2 / sq)
+        if callback is not None:
+            callback(t, W)
+        if record_every and t % record_every == 0:
+            history.append(_record(loss, W, Xbar, Y, l2, t, record_every))
+    if record_every and t % record_every != 0:
+        history.append(_record(loss, W, Xbar, Y, l2, t, record_every))
+    return W, t, history
+
+
+def _record(loss, W, Xbar, Y, l2, t, per_epoch):
+    value = loss.value(W, Xbar, Y) + 0.5 * l2 * float(np.sum(np.square(W, dtype=float)))
+    return {"step": t, "epoch": t / per_epoch, "objective": value}
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@dataclass
+class _Prepared:
+    run: Run
+    loss: Loss
+    feature_clip: float
+    target_bound: float | None
+    dtype: np.dtype
+    X: np.ndarray
+    Y: np.ndarray
+    init: object
+    random_state: object
+    callback: Callable | None
+    row_norms: np.ndarray
+    raw_y: np.ndarray
+
+
+def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback):
+    if not isinstance(run, Run):
+        raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
+    if not isinstance(loss, Loss):
+        raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
+    R = _positive("feature_clip", feature_clip)
+    Yb = _positive("target_bound", target_bound, optional=True)
+    if Yb is not None and not getattr(loss, "uses_target_bound", False):
+        raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
+    dt = _float_dtype(dtype)
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("X must be a 2-D array of numbers.") from None
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n, d). Found shape {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X must be finite. Found NaN or infinite entries.")
+    if X.shape[0] != run.n:
+        raise ValueError(f"X must have run.n = {run.n} rows. Found {X.shape[0]}.")
+    raw_y = np.asarray(y)
+    Y = loss.encode_labels(y, target_bound=Yb)
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have one label per row of X ({X.shape[0]}). Found {Y.shape[0]}.")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None. Found {callback!r}.")
+    random_state = _random_state(random_state)  # the streams are split only once every check passed
+    shape = loss.param_shape(X.shape[1])
+    radius = None if run.diameter is None else run.diameter / 2.0
+    if run.initialization == "gaussian":
+        if init is not None:
+            raise ValueError(
+                "init must be None when run.initialization is 'gaussian' (the start is drawn from "
+                f"Π_K(N(0, (2σ²/λ)·I))). Found {type(init).__name__}."
+            )
+        if run.strong_convexity <= 0:
+            raise ValueError(
+                "run.initialization 'gaussian' draws from N(0, (2σ²/λ)·I) and needs strong_convexity "
+                f"λ > 0. Found {run.strong_convexity!r}."
+            )
+        if not run.constant_learning_rate:
+            raise ValueError(
+                "run.initialization 'gaussian' needs a constant learning_rate (σ depends on η). Found "
+                f"learning_rate={run.learning_rate!r}, lr_decay={run.lr_decay!r}."
+            )
+    elif init is not None:
+        try:
+            W0 = np.asarray(init, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"init must be None or an array (a fixed start). Found {init!r}.") from None
+        if W0.shape != shape:
+            raise ValueError(f"init must have shape {shape} (the parameter shape). Found {W0.shape}.")
+        if not np.all(np.isfinite(W0)):
+            raise ValueError("init must be finite. Found NaN or infinite entries.")
+        if radius is not None:
+            norm = float(np.linalg.norm(W0))
+            if norm > radius * (1.0 + 1e-12):
+                raise ValueError(
+                    f"init must lie in the ball of radius D/2 = {radius:g} (run.diameter); found norm {norm!r}."
+                )
+        init = W0
+    row_norms = _row_norms(X)
+    return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y)
+
+
+def _check_constants(run: Run, loss: Loss, constants: LossConstants) -> None:
+    lam = run.strong_convexity
+    if run.convex and not constants.convex:
+        raise ValueError(
+            f"run declares convex=True (strong_convexity = {lam:g}) but {loss!r} clipped at run.lipschitz "
+            f"= {run.lipschitz:g} is not known to be convex: {'; '.join(constants.notes)}"
+        )
+    if run.smoothness is not None:
+        if constants.smoothness is None:
+            raise ValueError(
+                f"run declares smoothness = {run.smoothness:g} but {loss!r} clipped at run.lipschitz = "
+                f"{run.lipschitz:g} has no known smoothness constant: {'; '.join(constants.notes)}"
+            )
+        needed = constants.smoothness + lam
+        if run.smoothness < needed * (1.0 - 1e-12):
+            raise ValueError(
+                f"run.smoothness must be at least M + λ = {constants.smoothness:.6g} + {lam:g} = "
+                f"{needed:.6g} for {loss!r} ({constants.derivation}). Found {run.smoothness:g}."
+            )
+
+
+def _check_analyses(run: Run, analyses) -> tuple[str, ...]:
+    if analyses is None:
+        return ()
+    names = (analyses,) if isinstance(analyses, str) else analyses
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise ValueError(f"analyses must be a list of analysis names. Found {analyses!r}.") from None
+    for name in names:
+        try:
+            analysis = get_analysis(name)
+        except ValueError as err:
+            raise ValueError(f"analyses: {err}") from None
+        if not analysis.sound:
+            raise ValueError(
+                f"analyses: {name} is flagged not sound ({analysis.unsound_reason}); a certificate cannot "
+                "rest on it"
+            )
+        reason = analysis.why_not(run)
+        if reason is not None:
+            raise ValueError(f"analyses: {name} does not apply to this run: {reason}")
+    return names
+
+
+def _initial(p: _Prepared, shape, init_rng) -> tuple[np.ndarray, str]:
+    run = p.run
+    radius = None if run.diameter is None else run.diameter / 2.0
+    if run.initialization == "gaussian":  # the start chourasia (and ryffel) assume
+        sigma = run.sigma("ye-shokri")
+        var = 2.0 * sigma * sigma / run.strong_convexity
+        W0 = init_rng.standard_normal(shape) * math.sqrt(var)
+        if radius is not None:
+            norm = float(np.linalg.norm(W0))
+            if norm > radius:
+                W0 *= radius / norm
+        return W0, (f"gaussian: Π_K(N(0, {var:.6g}·I)), variance 2σ²/λ with σ = {sigma:.6g} "
+                    "(ye-shokri convention)")
+    if p.init is None:
+        return np.zeros(shape), "fixed: zeros (the centre of K)"
+    return p.init, "fixed: an explicit array in K"
+
+
+def _thresholds(L: float, norms: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """L/‖x̄_i‖ in ``dt``, rounded down so that the cast never raises a bound."""
+    t64 = L / norms
+    t = t64.astype(dt)
+    if dt != np.float64:
+        up = t.astype(np.float64) > t64
+        t[up] = np.nextafter(t[up], dt.type(0))
+    return t
+
+
+def _step_description(run: Run) -> str:
+    if isinstance(run.learning_rate, tuple):
+        return f"explicit schedule of {run.steps} steps (max {run.max_learning_rate:g})"
+    if run.lr_decay:
+        return f"η_t = {run.learning_rate:g}·(t+1)^(−{run.lr_decay:g})"
+    return f"constant η = {run.learning_rate:g}"
+
+
+# --------------------------------------------------------------------------- public
+
+
+def train(
+    run: Run,
+    loss: Loss,
+    X,
+    y,
+    *,
+    feature_clip: float,
+    target_bound: float | None = None,
+    init=None,
+    random_state=None,
+    dtype=np.float64,
+    callback: Callable | None = None,
+    analyses=None,
+    record: bool = False,
+) -> TrainResult:
+    """Train with the Noisy-SGD that ``run`` describes (module docstring).
+
+    Parameters
+    ----------
+    run : noisysgd.Run
+        n, batch size and batching, steps, step sizes, noise multiplier z,
+        clip norm L (``lipschitz``), λ = ``strong_convexity``, ``diameter``,
+        ``convex`` and ``smoothness`` — the same object the accountant reads.
+    loss : Loss
+        :class:`BinaryLogistic`, :class:`Softmax`, :class:`OneVsRestLogistic`,
+        :class:`Squared` or :class:`Huber`.
+    X : array_like, shape (run.n, d)
+        Finite features; each row is clipped to norm ``feature_clip`` and a
+        bias coordinate 1 is appended.
+    y : array_like, shape (run.n,)
+        Labels, encoded by the loss: {0, 1} or {−1, +1} (binary), class
+        indices 0..k−1 (multiclass), real values (regression; clipped to
+        [−target_bound, target_bound] when given).
+    feature_clip : float
+        R > 0, fixed independently of the data.
+    target_bound : float, optional
+        Y > 0 for regression losses.
+    init : None or array
+        The start, fixed independently of the data: None = 0 (the centre of
+        K) or an explicit array in K.  When ``run.initialization`` is
+        ``"gaussian"`` the start is drawn from Π_K(N(0, (2σ²/λ)·I)), σ =
+        ``run.sigma("ye-shokri")`` (what ``chourasia`` assumes; needs λ > 0
+        and a constant step size), and ``init`` must be None.
+    random_state : None, int or numpy.random.Generator
+    dtype : float32 or float64
+        Precision of the data, parameters and noise.
+    callback : callable, optional
+        ``callback(step, W)`` after every step (hidden iterates: not private).
+    analyses : list of str, optional
+        Names of the analyses the certificate will rest on; each must apply
+        to ``run`` (``why_not`` is None) and be sound, else ``ValueError``.
+    record : bool
+        Record the training objective after every epoch (``history``; not
+        private, costs one pass over the data per epoch).
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    ValueError
+        Bad input (the message names the argument), a loss that contradicts
+        the run's declared constants (convexity, smoothness ≥ M + λ), or an
+        analysis that does not apply.  Nothing is computed before every
+        check has passed.
+
+    Examples
+    --------
+    >>> import numpy as np, noisysgd
+    >>> from noisysgd.train import BinaryLogistic, train
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> c = BinaryLogistic().constants(feature_clip=2.0, clip_norm=1.0)
+    >>> run = noisysgd.Run.from_epochs(epochs=20, n=200, batch_size=20, batching="cyclic",
+    ...     learning_rate=0.5, noise_multiplier=2.0, lipschitz=c.lipschitz,
+    ...     strong_convexity=0.01, smoothness=c.smoothness + 0.01)
+    >>> result = train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=0,
+    ...                analyses=["ye-shokri"])
+    >>> result.coef.shape, result.steps, result.enforced["noise_std"]
+    ((4,), 200, 0.1)
+    >>> bool(np.mean(result.predict(X) == 2 * y - 1) > 0.8)
+    True
+    """
+    p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
+                 random_state=random_state, dtype=dtype, callback=callback)
+    constants = loss.constants(feature_clip=p.feature_clip, clip_norm=run.lipschitz,
+                               diameter=run.diameter, target_bound=p.target_bound)
+    _check_constants(run, loss, constants)
+    checked = _check_analyses(run, analyses)
+    if not isinstance(record, bool):
+        raise ValueError(f"record must be True or False. Found {record!r}.")
+    # every check passed: warn, then compute
+    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
+                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
+    noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
+    return _execute(p, noise_std=noise_std, clip_norm=run.lipschitz, record=record, extra={
+        "constants": constants.to_dict(),
+        "derivation": constants.derivation,
+        "analyses_checked": list(checked),
+        "noise_multiplier": run.noise_multiplier,
+    })
+
+
+def sgd(
+    run: Run,
+    loss: Loss,
+    X,
+    y,
+    *,
+    feature_clip: float,
+    target_bound: float | None = None,
+    init=None,
+    random_state=None,
+    dtype=np.float64,
+    callback: Callable | None = None,
+    record: bool = False,
+    clip: bool = False,
+) -> TrainResult:
+    """Non-private baseline: the run's projected minibatch SGD with no noise.
+
+    Same batches (same ``random_state`` ⇒ same batches as :func:`train`),
+    step sizes, λ, projection and code path as :func:`train`, but no noise
+    and — unless ``clip=True`` — no per-example clipping; ``noise_multiplier``
+    (and ``lipschitz`` unless ``clip``) of the run are ignored, and so are
+    its declared constants.  For comparisons and speed benchmarks only.
+
+    >>> import numpy as np, noisysgd
+    >>> from noisysgd.train import Squared, sgd
+    >>> X = np.eye(4); y = np.array([1.0, -1.0, 0.5, 0.0])
+    >>> run = noisysgd.Run(n=4, batch_size=4, batching="full", steps=500, learning_rate=0.5,
+    ...                    noise_multiplier=1.0, lipschitz=1.0)
+    >>> np.round(sgd(run, Squared(), X, y, feature_clip=1.0).predict(X), 6).tolist()
+    [1.0, -1.0, 0.5, 0.0]
+    """
+    p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
+                 random_state=random_state, dtype=dtype, callback=callback)
+    if not isinstance(record, bool):
+        raise ValueError(f"record must be True or False. Found {record!r}.")
+    if not isinstance(clip, bool):
+        raise ValueError(f"clip must be True or False. Found {clip!r}.")
+    return _execute(p, noise_std=0.0, clip_norm=run.lipschitz if clip else None, record=record,
+                    extra={"private": False})
+
+
+def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra) -> TrainResult:
+    run, loss, dt = p.run, p.loss, p.dtype
+    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms)
+    Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y
+    shape = loss.param_shape(p.X.shape[1])
+    streams = rng_streams(p.random_state)
+    W0, init_kind = _initial(p, shape, streams.init)
+    thresholds = None if clip_norm is None else _thresholds(clip_norm, norms, dt)
+    radius = None if run.diameter is None else run.diameter / 2.0
+    W, steps, history = noisy_sgd_core(
+        loss, Xbar, Y,
+        batches=run_batches(run, streams.batches),
+        step_sizes=run.step_sizes(),
+        denominator=run.batch_size,
+        init=W0,
+        l2=run.strong_convexity,
+        thresholds=thresholds,
+        noise_std=noise_std,
+        radius=radius,
+        noise_rng=streams.noise,
+        callback=p.callback,
+        record_every=run.steps_per_epoch if record else None,
+    )
+    enforced = {
+        "loss": repr(loss),
+        "clip_norm": clip_norm,
+        "feature_clip": p.feature_clip,
+        "target_bound": p.target_bound,
+        "l2": run.strong_convexity,
+        "projection_radius": radius,
+        "init": init_kind,
+        "batching": run.batching,
+        "denominator": run.batch_size,
+        "steps": steps,
+        "step_sizes": _step_description(run),
+        "noise_std": noise_std,
+        "dtype": dt.name,
+    }
+    enforced.update(extra)
+    return TrainResult(coef=W, steps=steps, history=tuple(history), enforced=enforced, run=run,
+                       loss=loss, feature_clip=p.feature_clip)
