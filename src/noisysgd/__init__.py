@@ -20,6 +20,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 from .accountant import Calibration, EpochBudget, EpsilonReport, calibrate, epsilon, max_epochs  # noqa: E402
 from .analyses import ANALYSES, get_analysis  # noqa: E402
 from .planning import Plan, plan  # noqa: E402
+from .estimators import NoisySGDClassifier, NoisySGDRegressor  # noqa: E402
 from .rdp import (  # noqa: E402
     DEFAULT_ORDERS,
     OrderGridWarning,
@@ -53,6 +54,8 @@ __all__ = [
     "EpochBudget",
     "plan",
     "Plan",
+    "NoisySGDClassifier",
+    "NoisySGDRegressor",
     "ANALYSES",
     "get_analysis",
     "DEFAULT_ORDERS",

@@ -332,13 +332,15 @@ def calibrate(
                            and _pld_is_expensive(run)) else ()
     start = max(run.noise_multiplier, 1e-3)
     first = report(start, expensive)
-    if first.best is None:
-        if not expensive:
-            raise ValueError(
-                "no sound analysis applies to this run; nothing to calibrate (see "
-                "noisysgd.epsilon(...).results for the reasons)"
-            )
+    if first.best is None and expensive:
         expensive, first = (), report(start)
+    if first.best is None:
+        reasons = "; ".join(
+            f"{name} does not apply: {r.reason}" if not r.applies
+            else f"{name} is flagged not sound" for name, r in first.results.items()
+            if not r.applies or not r.sound
+        )
+        raise ValueError(f"no sound analysis applies to this run, nothing to calibrate: {reasons}")
     z, z_report, lo = _bisect_noise(lambda z: report(z, expensive), meets, start, first, tol, zmax,
                                     target, d)
     if expensive:

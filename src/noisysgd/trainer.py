@@ -1,0 +1,218 @@
+"""Private training end to end: describe the run, calibrate its noise, train, certify.
+
+:func:`fit_private` is what the estimators, ``noisysgd train`` and ``noisysgd
+demo`` call.  It builds the one :class:`~noisysgd.Run` the accountant and the
+engine both read — n, batch size and batching, steps, step size, the clip
+norm L, the smoothness M + λ and strong convexity λ derived by the loss from
+the declared feature clip (never measured from the data), the diameter, the
+adjacency and the start — calibrates the noise multiplier to the target
+(ε, δ) under the best sound analysis (or uses a given one and reports its
+ε), refuses to train unless every analysis the certificate rests on applies
+to that run, trains exactly it, and returns the model with its privacy
+certificate.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import __version__
+from .accountant import Calibration, EpsilonReport, calibrate, epsilon
+from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer, _real
+from .train import Loss, TrainResult, train
+
+__all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta"]
+
+
+class DeltaWarning(UserWarning):
+    """δ is not small compared with 1/n: (ε, δ)-DP then allows releasing an example outright."""
+
+
+def default_delta(n: int) -> float:
+    """δ = min(1e-5, 1/(10·n)): below 1/n by a factor of 10 at least.
+
+    >>> default_delta(1000), default_delta(1_000_000)
+    (1e-05, 1e-07)
+    """
+    return min(1e-5, 1.0 / (10.0 * n))
+
+
+@dataclass(frozen=True)
+class PrivateFit:
+    """The outcome of :func:`fit_private`."""
+
+    result: TrainResult
+    report: EpsilonReport
+    noise_multiplier: float
+    calibration: Calibration | None
+    certificate: dict
+
+    @property
+    def run(self) -> Run:
+        return self.result.run
+
+    @property
+    def epsilon(self) -> float:
+        return self.report.epsilon
+
+
+def _learning_rate(value, smoothness: float | None) -> float:
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"learning_rate must be 'auto' or a positive number. Found {value!r}.")
+        if smoothness is None:
+            raise ValueError(
+                "learning_rate must be a positive number here: 'auto' (1/(2·smoothness)) needs the "
+                "loss's smoothness, which this configuration does not have. Found 'auto'."
+            )
+        # below every analysis' limit (A&T 2/M, Ye–Shokri 2/(m+M), Chourasia 1/M)
+        return 0.5 / smoothness
+    return _real("learning_rate", value)
+
+
+def fit_private(
+    X,
+    y,
+    loss: Loss,
+    *,
+    epochs: int,
+    batch_size: int | None,
+    batching: str,
+    feature_clip: float,
+    epsilon_target: float | None = None,
+    delta: float | None = None,
+    noise_multiplier: float | None = None,
+    learning_rate="auto",
+    l2: float = 0.0,
+    clip_norm: float | None = None,
+    diameter: float | None = None,
+    target_bound: float | None = None,
+    adjacency: str = "replace",
+    initialization: str = "fixed",
+    analyses="best",
+    random_state=None,
+    dtype=np.float64,
+    record: bool = False,
+) -> PrivateFit:
+    """Calibrate, train and certify Noisy-SGD on (``X``, ``y``) with ``loss``.
+
+    Give exactly one of ``epsilon_target`` (calibrate the smallest noise
+    multiplier meeting (ε, δ) under ``analyses``) and ``noise_multiplier``
+    (train with it and report its ε).  ``delta`` defaults to
+    :func:`default_delta`; a δ ≥ 1/n warns (:class:`DeltaWarning`).
+    ``l2`` is λ, the L2 regularization: it is the strong convexity m = λ of
+    the run and the smoothness is M + λ.  ``learning_rate="auto"`` is
+    1/(2(M + λ)), below the step-size limit of every analysis.  The other arguments are those of
+    :class:`~noisysgd.Run` and :func:`noisysgd.train.train`.
+
+    Everything is validated before anything is computed.
+
+    >>> import numpy as np
+    >>> from noisysgd.train import BinaryLogistic
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 5)); y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    >>> fit = fit_private(X, y, BinaryLogistic(), epochs=30, batch_size=100, batching="cyclic",
+    ...                   feature_clip=3.0, epsilon_target=1.0, delta=1e-5, l2=0.01, random_state=0)
+    >>> fit.epsilon <= 1.0, fit.report.best.analysis
+    (True, 'shifted-interpolation')
+    >>> bool(np.mean(fit.result.predict(X) == 2 * y - 1) > 0.9)
+    True
+    """
+    if not isinstance(loss, Loss):
+        raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
+    try:
+        n = len(X)
+    except TypeError:
+        raise ValueError(f"X must be a 2-D array of numbers. Found {type(X).__name__}.") from None
+    if n == 0:
+        raise ValueError("X must hold at least one example. Found 0 rows.")
+    epochs = _integer("epochs", epochs)
+    batching = _choice("batching", batching, BATCHING_SCHEMES)
+    if batch_size is None or batching == "full":
+        b = n if batching == "full" else None
+        if b is None:
+            raise ValueError(f"batch_size must be an integer >= 1 for batching={batching!r}. Found None.")
+    else:
+        b = _integer("batch_size", batch_size)
+        if b > n:
+            raise ValueError(f"batch_size must be at most the number of examples ({n}). Found {b}.")
+    R = _real("feature_clip", feature_clip)
+    lam = _real("l2", l2, positive=False)
+    adjacency = _choice("adjacency", adjacency, ADJACENCIES)
+    initialization = _choice("initialization", initialization, INITIALIZATIONS)
+    if (epsilon_target is None) == (noise_multiplier is None):
+        raise ValueError(
+            "epsilon and noise_multiplier: give exactly one (a privacy target to calibrate the noise "
+            f"to, or the noise to report epsilon for). Found epsilon={epsilon_target!r}, "
+            f"noise_multiplier={noise_multiplier!r}."
+        )
+    target = None if epsilon_target is None else _real("epsilon", epsilon_target)
+    z = None if noise_multiplier is None else _real("noise_multiplier", noise_multiplier)
+    d = default_delta(n) if delta is None else delta
+    d = _real("delta", d)
+    if not 0.0 < d < 1.0:
+        raise ValueError(f"delta must be in (0, 1). Found {delta!r}.")
+    constants = loss.constants(feature_clip=R, clip_norm=clip_norm, diameter=diameter,
+                               target_bound=target_bound)
+    if lam > 0 and not constants.convex:
+        raise ValueError(
+            f"l2 must be 0 for {loss!r} clipped at {constants.lipschitz:g}: the clipped loss is not "
+            "convex, so no strong convexity can be claimed (" + "; ".join(constants.notes)
+            + f"). Found l2={l2!r}."
+        )
+    smoothness = None if constants.smoothness is None else constants.smoothness + lam
+    eta = _learning_rate(learning_rate, smoothness)
+    run = Run.from_epochs(
+        epochs=epochs, n=n, batch_size=b, batching=batching, learning_rate=eta,
+        noise_multiplier=1.0 if z is None else z, lipschitz=constants.lipschitz,
+        smoothness=smoothness, strong_convexity=lam, convex=constants.convex,
+        diameter=diameter, adjacency=adjacency, initialization=initialization,
+    )
+    if d >= 1.0 / n:
+        warnings.warn(
+            f"delta = {d:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
+            "permits releasing some examples outright; use delta well below 1/n",
+            DeltaWarning, stacklevel=3,
+        )
+    calibration = None
+    if z is None:
+        calibration = calibrate(run, epsilon=target, delta=d, analyses=analyses)
+        z, report = calibration.noise_multiplier, calibration.report
+        run = run.replace(noise_multiplier=z)
+    else:
+        report = epsilon(run, delta=d, analyses=analyses)
+        if report.best is None:
+            raise ValueError("no sound analysis applies to this run; see noisysgd.epsilon(...).results")
+    certificate = report.certificate()
+    rests_on = certificate["certificate"]["rests_on"]
+    result = train(run, loss, X, y, feature_clip=R, target_bound=target_bound,
+                   random_state=random_state, dtype=dtype, analyses=rests_on, record=record)
+    certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
+    certificate["certificate"]["data"] = {"n": n, "n_features": int(np.shape(X)[1])}
+    certificate["noisysgd_version"] = __version__
+    if calibration is not None:
+        certificate["calibration"] = {"target_epsilon": target, "noise_multiplier": z,
+                                      "rel_tol": calibration.rel_tol,
+                                      "evaluations": calibration.evaluations}
+    return PrivateFit(result, report, z, calibration, certificate)
+
+
+def _plain(value):
+    """JSON-ready copy (numpy scalars to Python numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    return value

@@ -1,0 +1,203 @@
+"""The scikit-learn estimators: conventions, calibration to the target, the certificate."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import (
+    check_classifiers_train,
+    check_regressors_train,
+    parametrize_with_checks,
+)
+
+import noisysgd
+from noisysgd import NoisySGDClassifier, NoisySGDRegressor
+from noisysgd.estimators import EXPECTED_FAILED_CHECKS
+from noisysgd.train import PrivacyLeakWarning
+from noisysgd.trainer import DeltaWarning, default_delta
+
+
+def _expected(estimator):
+    return {k: v for k, v in EXPECTED_FAILED_CHECKS.items()
+            if ("classifier" in k) == isinstance(estimator, NoisySGDClassifier)}
+
+
+@pytest.mark.filterwarnings("ignore::noisysgd.trainer.DeltaWarning")
+@pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
+@parametrize_with_checks([NoisySGDClassifier(random_state=0), NoisySGDRegressor(random_state=0)],
+                         expected_failed_checks=_expected)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::noisysgd.trainer.DeltaWarning")
+@pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
+def test_the_skipped_accuracy_checks_fail_only_for_the_privacy_noise():
+    check_classifiers_train("NoisySGDClassifier", NoisySGDClassifier(epsilon=1e4, random_state=0))
+    check_regressors_train("NoisySGDRegressor", NoisySGDRegressor(epsilon=1e4, random_state=0))
+
+
+def _data(n=2000, d=6, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(k, d)) * 2
+    y = rng.integers(0, k, size=n)
+    X = centers[y] + rng.normal(size=(n, d))
+    return X, y
+
+
+def test_classifier_meets_its_target_with_the_calibrated_noise():
+    X, y = _data()
+    clf = NoisySGDClassifier(epsilon=1.0, delta=1e-5, feature_clip=4.0, epochs=50, batch_size=200,
+                             alpha=0.05, random_state=1).fit(X, y)
+    run = clf.run_
+    # the run is the one the loss implies, not measured from the data
+    R, lam = 4.0, 0.05
+    assert run.lipschitz == pytest.approx(math.sqrt(2 * (R * R + 1)))  # softmax, Ye & Shokri (9)
+    assert run.smoothness == pytest.approx((R * R + 1) / 2 + lam)  # (10) plus λ
+    assert run.strong_convexity == lam and run.convex and run.n == len(X)
+    assert run.learning_rate == pytest.approx(0.5 / run.smoothness)
+    assert run.steps == 50 * (len(X) // 200) and run.batching == "cyclic"
+    # the noise is what the accountant calibrates for exactly this run, and it meets the target
+    cal = noisysgd.calibrate(run, epsilon=1.0, delta=1e-5)
+    assert clf.noise_multiplier_ == cal.noise_multiplier == run.noise_multiplier
+    assert clf.epsilon_ == noisysgd.epsilon(run, delta=1e-5).epsilon <= 1.0
+    assert clf.delta_ == 1e-5
+    assert clf.score(X, y) > 0.8
+    assert clf.coef_.shape == (3, 6) and clf.intercept_.shape == (3,)
+    proba = clf.predict_proba(X[:10])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.classes_[np.argmax(proba, axis=1)], clf.predict(X[:10]))
+
+
+def test_certificate_is_json_and_says_what_was_enforced():
+    X, y = _data()
+    clf = NoisySGDClassifier(epsilon=2.0, delta=1e-5, feature_clip=4.0, epochs=20, batch_size=200,
+                             random_state=0).fit(X, y)
+    cert = json.loads(json.dumps(clf.privacy_report_, allow_nan=False))
+    assert cert["epsilon"] == pytest.approx(clf.epsilon_) and cert["delta"] == 1e-5
+    assert cert["adjacency"] == "replace" and cert["noisysgd_version"] == noisysgd.__version__
+    c = cert["certificate"]
+    assert c["guarantee"].startswith(f"({clf.epsilon_:.6g}, 1e-05)-DP for the final model only")
+    assert c["rests_on"] and set(c["rests_on"]) == set(c["assumptions"])
+    enforced = c["trainer_enforced"]
+    assert enforced["clip_norm"] == pytest.approx(clf.run_.lipschitz)
+    assert enforced["feature_clip"] == 4.0 and enforced["l2"] == 0.01
+    assert enforced["noise_std"] == pytest.approx(clf.noise_multiplier_ * clf.run_.lipschitz / 200)
+    assert enforced["analyses_checked"] == c["rests_on"]
+    assert c["trainer_must_run"]["steps"] == clf.run_.steps
+    assert c["data"] == {"n": 2000, "n_features": 6}
+    assert cert["calibration"]["noise_multiplier"] == clf.noise_multiplier_
+
+
+def test_fixed_noise_reports_its_epsilon():
+    X, y = _data(k=2)
+    clf = NoisySGDClassifier(epsilon=None, noise_multiplier=3.0, delta=1e-6, feature_clip=4.0,
+                             epochs=10, batch_size=100, random_state=0).fit(X, y)
+    assert clf.noise_multiplier_ == 3.0
+    assert clf.epsilon_ == noisysgd.epsilon(clf.run_, delta=1e-6).epsilon
+    assert "calibration" not in clf.privacy_report_
+    assert clf.coef_.shape == (1, 6) and clf.intercept_.shape == (1,)
+
+
+def test_same_seed_same_model_and_no_leak_through_the_seed_stream():
+    X, y = _data()
+    kw = dict(epsilon=1.0, delta=1e-5, feature_clip=4.0, epochs=5, batch_size=200)
+    a = NoisySGDClassifier(random_state=3, **kw).fit(X, y)
+    b = NoisySGDClassifier(random_state=3, **kw).fit(X, y)
+    c = NoisySGDClassifier(random_state=4, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_default_delta_and_the_warning_for_large_delta():
+    X, y = _data(n=500)
+    clf = NoisySGDClassifier(epsilon=1.0, feature_clip=4.0, epochs=2, batch_size=100).fit(X, y)
+    assert clf.delta_ == default_delta(500) == 1e-5
+    assert default_delta(10**6) == 1e-7
+    with pytest.warns(DeltaWarning, match=r"delta = 0.01 is not below 1/n = 0.002"):
+        NoisySGDClassifier(epsilon=1.0, delta=0.01, feature_clip=4.0, epochs=2,
+                           batch_size=100).fit(X, y)
+
+
+def test_a_feature_clip_read_off_the_data_warns():
+    X, y = _data(n=300)
+    R = float(np.max(np.linalg.norm(X, axis=1)))
+    with pytest.warns(PrivacyLeakWarning, match="feature_clip .* equals the largest feature norm"):
+        NoisySGDClassifier(epsilon=1.0, delta=1e-5, feature_clip=R, epochs=2, batch_size=100).fit(X, y)
+
+
+def test_clipped_softmax_is_not_convex_but_one_vs_rest_is():
+    X, y = _data()
+    with pytest.raises(ValueError, match="l2 must be 0 for Softmax.*not convex"):
+        NoisySGDClassifier(clip_norm=0.5, feature_clip=4.0, delta=1e-5).fit(X, y)
+    with pytest.raises(ValueError, match="learning_rate must be a positive number here: 'auto'"):
+        NoisySGDClassifier(clip_norm=0.5, alpha=0.0, feature_clip=4.0, delta=1e-5).fit(X, y)
+    clf = NoisySGDClassifier(clip_norm=0.5, alpha=0.0, learning_rate=0.1, feature_clip=4.0,
+                             delta=1e-5, epochs=5, batch_size=200, random_state=0).fit(X, y)
+    assert not clf.run_.convex and clf.privacy_report_["best_analysis"].startswith("composition")
+    ovr = NoisySGDClassifier(clip_norm=0.5, multi_class="ovr", feature_clip=4.0, delta=1e-5,
+                             epochs=20, batch_size=200, random_state=0).fit(X, y)
+    assert ovr.run_.convex and ovr.run_.lipschitz == 0.5
+    assert ovr.run_.smoothness == pytest.approx((16 + 1) / 4 + 0.01)
+    assert ovr.privacy_report_["best_analysis"] not in ("composition", "composition-pld")
+
+
+def test_regressor_huber_and_squared():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(4000, 3))
+    y = X @ [0.5, -0.5, 0.25] + 0.1
+    reg = NoisySGDRegressor(epsilon=2.0, delta=1e-6, feature_clip=2.0, alpha=0.001,
+                            random_state=0).fit(X, y)
+    assert reg.run_.lipschitz == pytest.approx(1.0 * math.sqrt(5))  # κ·√(R²+1)
+    assert reg.epsilon_ <= 2.0 and reg.score(X, y) > 0.8
+    assert reg.coef_.shape == (3,) and isinstance(reg.intercept_, float)
+    with pytest.raises(ValueError, match="clip_norm is required for squared"):
+        NoisySGDRegressor(loss="squared", feature_clip=2.0).fit(X, y)
+    sq = NoisySGDRegressor(loss="squared", clip_norm=1.0, feature_clip=2.0, alpha=0.001, epsilon=2.0,
+                           delta=1e-6, random_state=0).fit(X, y)
+    assert sq.run_.lipschitz == 1.0 and sq.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(epsilon=-1.0), r"The 'epsilon' parameter of NoisySGDClassifier must be a finite float in the range \(0.0, inf\) or None. Got -1.0 instead."),
+    (dict(epsilon=float("nan")), "The 'epsilon' parameter .* Got nan instead"),
+    (dict(delta=1.0), r"The 'delta' parameter of NoisySGDClassifier must be a float in the range \(0, 1\) or None. Got 1.0"),
+    (dict(delta=0.0), "The 'delta' parameter .* Got 0.0 instead"),
+    (dict(epsilon=None), "needs exactly one of 'epsilon'"),
+    (dict(noise_multiplier=2.0), "needs exactly one of 'epsilon'"),
+    (dict(noise_multiplier=-1.0, epsilon=None), "The 'noise_multiplier' parameter"),
+    (dict(epochs=0), r"The 'epochs' parameter of NoisySGDClassifier must be an int in the range \[1, inf\). Got 0"),
+    (dict(batch_size=0), "The 'batch_size' parameter .* Got 0 instead"),
+    (dict(batch_size=None), "The 'batch_size' parameter .* an int >= 1 for batching='cyclic'"),
+    (dict(batching="random"), "The 'batching' parameter of NoisySGDClassifier must be one of 'poisson'"),
+    (dict(learning_rate="fast"), "The 'learning_rate' parameter .* or 'auto'. Got 'fast'"),
+    (dict(learning_rate=0.0), "The 'learning_rate' parameter .* Got 0.0"),
+    (dict(alpha=-0.1), r"The 'alpha' parameter .* range \[0.0, inf\). Got -0.1"),
+    (dict(feature_clip=0), "The 'feature_clip' parameter .* Got 0 instead"),
+    (dict(clip_norm=-2), "The 'clip_norm' parameter"),
+    (dict(diameter=0.0), "The 'diameter' parameter"),
+    (dict(multi_class="auto"), "The 'multi_class' parameter .* one of 'softmax', 'ovr'"),
+    (dict(analysis=[]), "The 'analysis' parameter"),
+    (dict(analysis=["nope"]), "analysis must be one of composition"),
+    (dict(adjacency="swap"), "The 'adjacency' parameter"),
+    (dict(dtype="float16"), "The 'dtype' parameter"),
+    (dict(learning_rate=5.0, analysis=["ye-shokri"]), "ye-shokri does not apply"),
+])
+def test_bad_parameters_are_named(params, match):
+    X, y = _data(n=300)
+    with pytest.raises(ValueError, match=match):
+        NoisySGDClassifier(**{"feature_clip": 4.0, "delta": 1e-5, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("X, y, match", [
+    (np.array([[0.0, np.nan]] * 4), [0, 1, 0, 1], "Input X contains NaN"),
+    (np.array([[0.0, np.inf]] * 4), [0, 1, 0, 1], "Input X contains infinity"),
+    (np.zeros((4, 2)), [0, 0, 0, 0], "y must contain at least two classes"),
+    (np.zeros((0, 2)), [], "0 sample"),
+    (np.zeros((4, 2)), [0.5, 1.0, 0.5, 1.0], "Unknown label type"),
+])
+def test_bad_data_is_named(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        NoisySGDClassifier(feature_clip=4.0, delta=1e-5).fit(X, y)
