@@ -284,7 +284,8 @@ def calibrate(
     the target (never an interpolation), and z/(1 + rel_tol) missed it — so it
     never overshoots the budget, and z·(1 − 1e-3) misses it whenever the bound
     is monotone in z (which holds for every analysis here up to the numerical
-    search inside altschuler-talwar).  For sampled batches ``composition-pld``
+    search inside altschuler-talwar and, at δ ≲ 1e-10, dp_accounting's PLD
+    discretisation, where ε can rise by ~1e-4 when z rises by 1e-6).  For sampled batches ``composition-pld``
     (a PLD composition per noise level) is left out of the bisection and
     asked afterwards whether it meets the target just below the answer; only
     if it does is it bisected alone below that point.  The result is the same

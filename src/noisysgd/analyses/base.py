@@ -161,9 +161,13 @@ class Analysis(ABC):
         """ε(δ) for ``run``, or a result saying why the analysis does not apply."""
         if not isinstance(run, Run):
             raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
+        # Every argument is checked first, whether or not the analysis applies.
+        delta = validate_delta(delta)
+        orders = None if orders is None else validate_orders(orders)
+        _check_conversion(conversion)
         reason = self.why_not(run)
         if reason is not None:
-            result = AnalysisResult(self.name, False, reason, self.sound, float(delta), citation=self.citation)
+            result = AnalysisResult(self.name, False, reason, self.sound, delta, citation=self.citation)
         else:
             result = self._evaluate(run, delta=delta, orders=orders, conversion=conversion)
         if not self.sound:  # every output that shows a flagged analysis says why
@@ -179,14 +183,17 @@ class Analysis(ABC):
     def curve(self, run: Run, steps, *, delta: float, orders=None,
               conversion: str = "improved") -> StepsCurve:
         """ε(δ) of ``run`` stopped after each of ``steps`` (its own ``steps`` is
-        ignored): the same numbers as :meth:`evaluate` at each step count, but
-        with the expensive parts shared where the analysis allows it
-        (:meth:`RDPAnalysis.rdp_over_steps`, :meth:`GDPAnalysis.mu_over_steps`)."""
+        ignored): what :meth:`evaluate` gives at each step count, with the
+        expensive parts shared where the analysis allows it
+        (:meth:`RDPAnalysis.rdp_over_steps`, :meth:`GDPAnalysis.mu_over_steps`).
+        Analyses whose bound comes from a numerical search (altschuler-talwar's
+        noise split) may return a slightly different, equally valid bound."""
         if not isinstance(run, Run):
             raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
         ts = check_steps(steps)
         d = validate_delta(delta)
         alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
+        _check_conversion(conversion)
         reasons = [self.why_not(_at_steps(run, int(t))) for t in ts]
         ok = np.array([r is None for r in reasons], dtype=bool)
         eps = np.full(ts.size, np.inf)
@@ -358,3 +365,10 @@ def _at_steps(run: Run, steps: int) -> Run:
             f"at other numbers of steps; an explicit schedule fixes steps = {run.steps}."
         )
     return run.replace(steps=steps)
+
+
+def _check_conversion(conversion) -> None:
+    from ..rdp import CONVERSIONS
+
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
