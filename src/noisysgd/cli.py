@@ -55,6 +55,13 @@ _FLAGS = {
     "include_unsound": "--include-unsound",
     "plot": "--plot",
     "initialization": "--initialization",
+    "data": "DATA",
+    "target": "--target",
+    "feature_clip": "--feature-clip",
+    "clip_norm": "--clip-norm",
+    "target_bound": "--target-bound",
+    "l2": "--alpha",
+    "loss": "--loss",
 }
 
 _EPSILON_EXAMPLES = """\
@@ -237,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rel-tol", type=float, default=1e-4, help="relative tolerance on z (default 1e-4)")
     _add_accounting_flags(c)
     c.set_defaults(handler=_cmd_calibrate)
+    from .demo import add_demo_parser
+    from .train_cli import add_train_parser
+
+    add_demo_parser(sub, argparse.RawDescriptionHelpFormatter)
+    add_train_parser(sub, _Parser, argparse.RawDescriptionHelpFormatter)
     pl = sub.add_parser(
         "plan",
         help="epsilon versus epochs under every analysis; cross-overs, plateaus, epoch budgets",

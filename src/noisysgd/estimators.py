@@ -36,7 +36,7 @@ from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS
 from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
 from .trainer import fit_private
 
-__all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS"]
+__all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", "classification_loss"]
 
 #: scikit-learn checks that a differentially private estimator cannot pass,
 #: and why (used by the tests with ``parametrize_with_checks``).
@@ -50,6 +50,14 @@ EXPECTED_FAILED_CHECKS = {
         "epsilon=1e4 the check passes: see the tests)"
     ),
 }
+
+
+def classification_loss(n_classes: int, multi_class: str = "softmax"):
+    """The loss for ``n_classes`` labels: binary logistic for two, else softmax
+    (cross-entropy) or one binary logistic loss per class (``"ovr"``)."""
+    if n_classes == 2:
+        return BinaryLogistic()
+    return OneVsRestLogistic(n_classes) if multi_class == "ovr" else Softmax(n_classes)
 
 
 def _param_error(estimator, name, value, what):
@@ -272,14 +280,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                 "y must contain at least two classes to train a classifier. Found 1 class: "
                 f"{classes[0]!r}."
             )
-        k = classes.size
-        if k == 2:
-            loss = BinaryLogistic()
-        elif self.multi_class == "ovr":
-            loss = OneVsRestLogistic(k)
-        else:
-            loss = Softmax(k)
-        W = self._fit(X, encoded, loss)
+        W = self._fit(X, encoded, classification_loss(classes.size, self.multi_class))
         self.classes_ = classes
         if W.ndim == 1:
             self.coef_ = W[:-1][None, :].copy()

@@ -599,7 +599,7 @@ def _draw(data: FigureData, path: Path, *, plateau_dots: dict | None = None) -> 
     FigureCanvasAgg(fig)
     caption = "\n".join(textwrap.wrap(data.caption, width=125))
     bottom = 0.13 + 0.022 * (caption.count("\n") + 1)  # tick labels + x label + caption
-    ax = fig.add_axes((0.1, bottom, 0.86, 0.92 - bottom))
+    ax = fig.add_axes((0.12, bottom, 0.84, 0.92 - bottom))
     log_y = data.yscale == "log"
     for key, c in data.curves.items():
         eps = np.asarray(c.epsilon, dtype=float)

@@ -98,6 +98,7 @@ def fit_private(
     random_state=None,
     dtype=np.float64,
     record: bool = False,
+    progress=None,
 ) -> PrivateFit:
     """Calibrate, train and certify Noisy-SGD on (``X``, ``y``) with ``loss``.
 
@@ -108,7 +109,9 @@ def fit_private(
     ``l2`` is λ, the L2 regularization: it is the strong convexity m = λ of
     the run and the smoothness is M + λ.  ``learning_rate="auto"`` is
     1/(2(M + λ)), below the step-size limit of every analysis.  The other arguments are those of
-    :class:`~noisysgd.Run` and :func:`noisysgd.train.train`.
+    :class:`~noisysgd.Run` and :func:`noisysgd.train.train`; ``progress``,
+    if given, is called as ``progress(step, total_steps)`` after every step
+    (it sees no iterate).
 
     Everything is validated before anything is computed.
 
@@ -190,8 +193,16 @@ def fit_private(
             raise ValueError("no sound analysis applies to this run; see noisysgd.epsilon(...).results")
     certificate = report.certificate()
     rests_on = certificate["certificate"]["rests_on"]
+    callback = None
+    if progress is not None:
+        total = run.steps
+
+        def callback(step, _W):
+            progress(step, total)
+
     result = train(run, loss, X, y, feature_clip=R, target_bound=target_bound,
-                   random_state=random_state, dtype=dtype, analyses=rests_on, record=record)
+                   random_state=random_state, dtype=dtype, analyses=rests_on, record=record,
+                   callback=callback)
     certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
     certificate["certificate"]["data"] = {"n": n, "n_features": int(np.shape(X)[1])}
     certificate["noisysgd_version"] = __version__

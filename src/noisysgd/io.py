@@ -1,0 +1,279 @@
+"""Reading training data and writing results without ever leaving half a result.
+
+:func:`load_table` reads CSV, NPZ and (when pandas with a Parquet engine is
+installed) Parquet files into a numeric feature matrix and a target column,
+with an error naming the file, row and column of any bad cell.
+
+:func:`atomic_directory` writes an output directory all at once: files go
+into a temporary sibling directory, are flushed to disk, and the directory is
+renamed into place only when everything succeeded; on any error the
+temporary directory is removed and nothing appears at the destination.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """Features, target and their names, as read from a file."""
+
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list[str]
+    target: str
+    path: str
+
+
+def load_table(path, *, target: str) -> Table:
+    """Read ``path`` (``.csv``, ``.npz``, ``.parquet``) and split off the ``target`` column.
+
+    CSV: a header row naming the columns; every feature cell must be a finite
+    number; target cells may be numbers or labels (strings).  NPZ: arrays
+    ``X`` (n × d) and one named ``target`` (n), or a structured table.
+    Parquet needs pandas and a Parquet engine (pyarrow).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"data must be an existing file. Found {str(path)!r}: no such file.")
+    if p.is_dir():
+        raise ValueError(f"data must be a file. Found a directory: {str(path)!r}.")
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"target must name a column. Found {target!r}.")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return _load_csv(p, target)
+    if suffix == ".npz":
+        return _load_npz(p, target)
+    if suffix in (".parquet", ".pq"):
+        return _load_parquet(p, target)
+    raise ValueError(f"data must be a .csv, .npz or .parquet file. Found {str(path)!r}.")
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value
+
+
+def _load_csv(p: Path, target: str) -> Table:
+    try:
+        with open(p, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"data must be a UTF-8 text CSV file. Found {str(p)!r}: {exc.reason}.") from None
+    except csv.Error as exc:
+        raise ValueError(f"data must be a valid CSV file. Found {str(p)!r}: {exc}.") from None
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise ValueError(f"data must have a header row and at least one example. Found an empty file {str(p)!r}.")
+    header = [h.strip() for h in rows[0]]
+    if target not in header:
+        raise ValueError(
+            f"target must be a column of {p.name}. Found {target!r}; the columns are "
+            + ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else ".")
+        )
+    if len(set(header)) != len(header):
+        raise ValueError(f"data must have distinct column names. Found duplicates in {p.name}'s header.")
+    body = rows[1:]
+    if not body:
+        raise ValueError(f"data must hold at least one example. Found only a header in {str(p)!r}.")
+    j = header.index(target)
+    names = [h for i, h in enumerate(header) if i != j]
+    if not names:
+        raise ValueError(f"data must have at least one feature column besides {target!r}.")
+    X = np.empty((len(body), len(names)))
+    labels = []
+    for r, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise ValueError(
+                f"data must have {len(header)} cells in every row. Found {len(row)} in row {r} of {p.name}."
+            )
+        c = 0
+        for i, cell in enumerate(row):
+            if i == j:
+                labels.append(cell.strip())
+                continue
+            value = _number(cell)
+            if value is None or not math.isfinite(value):
+                shown = cell.strip() or "(empty)"
+                kind = "not a number" if value is None else "not finite"
+                raise ValueError(
+                    f"data must hold finite numbers in every feature cell. Found {shown!r} "
+                    f"({kind}) in row {r}, column {header[i]!r} of {p.name}."
+                )
+            X[r - 2, c] = value
+            c += 1
+    numeric = [_number(v) for v in labels]
+    if all(v is not None for v in numeric):
+        y = np.array(numeric, dtype=float)
+        if not np.all(np.isfinite(y)):
+            r = int(np.flatnonzero(~np.isfinite(y))[0]) + 2
+            raise ValueError(f"target must be finite. Found {labels[r - 2]!r} in row {r} of {p.name}.")
+    else:
+        if any(v == "" for v in labels):
+            r = labels.index("") + 2
+            raise ValueError(f"target must not be empty. Found an empty cell in row {r} of {p.name}.")
+        y = np.array(labels, dtype=object)
+    return Table(X, y, names, target, str(p))
+
+
+def _load_npz(p: Path, target: str) -> Table:
+    try:
+        with np.load(p, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"data must be a readable .npz file. Found {str(p)!r}: {exc}.") from None
+    if "X" not in arrays:
+        raise ValueError(f"data must hold an array 'X' of features. Found arrays {sorted(arrays)} in {p.name}.")
+    if target not in arrays or target == "X":
+        raise ValueError(
+            f"target must name an array of {p.name} besides 'X'. Found {target!r}; the arrays are "
+            f"{sorted(arrays)}."
+        )
+    X = arrays["X"]
+    y = arrays[target]
+    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
+        raise ValueError(f"data must hold a 2-D numeric array 'X'. Found shape {X.shape}, dtype {X.dtype}.")
+    X = X.astype(float)
+    if not np.all(np.isfinite(X)):
+        i, k = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(f"data must hold finite numbers in X. Found {X[i, k]!r} at row {i}, column {k}.")
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"target must be a 1-D array with one entry per row of X ({X.shape[0]}). Found shape {y.shape}.")
+    if np.issubdtype(y.dtype, np.number):
+        y = y.astype(float)
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"target must be finite. Found {y[~np.isfinite(y)][0]!r} in {target!r}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
+    names = [f"x{i}" for i in range(X.shape[1])]
+    return Table(X, y, names, target, str(p))
+
+
+def _load_parquet(p: Path, target: str) -> Table:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ValueError("data in Parquet needs pandas and pyarrow: pip install pandas pyarrow") from None
+    try:
+        frame = pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - engine errors vary; report them as bad input
+        raise ValueError(f"data must be a readable Parquet file. Found {str(p)!r}: {exc}.") from None
+    if target not in frame.columns:
+        raise ValueError(f"target must be a column of {p.name}. Found {target!r}; the columns are {list(frame.columns)[:20]}.")
+    names = [str(c) for c in frame.columns if c != target]
+    features = frame.drop(columns=[target])
+    bad = [c for c in features.columns if not np.issubdtype(features[c].dtype, np.number)]
+    if bad:
+        raise ValueError(f"data must hold numbers in every feature column. Found column {str(bad[0])!r} of type {features[bad[0]].dtype}.")
+    X = features.to_numpy(dtype=float)
+    if not np.all(np.isfinite(X)):
+        i, k = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(f"data must hold finite numbers in every feature cell. Found {X[i, k]!r} in row {i}, column {names[k]!r}.")
+    y = frame[target].to_numpy()
+    if np.issubdtype(y.dtype, np.number):
+        y = y.astype(float)
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"target must be finite. Found NaN or infinity in {target!r}.")
+    return Table(X, y, names, target, str(p))
+
+
+def check_output_dir(path, name: str = "out", *, replace_marker: str | None = None) -> Path:
+    """``path`` as a directory that does not exist (or is empty) and can be
+    created — or, with ``replace_marker``, one that holds that file (an earlier
+    result of the same command, which may be replaced)."""
+    out = Path(path)
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"{name} must be a directory. Found a file: {str(path)!r}.")
+        if any(out.iterdir()) and not (replace_marker and (out / replace_marker).is_file()):
+            raise ValueError(f"{name} must be a new or empty directory (nothing is overwritten). Found {str(path)!r}, which is not empty.")
+    parent = out.absolute().parent
+    if not parent.is_dir():
+        raise ValueError(f"{name} must be inside an existing directory. Found {str(path)!r}.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} must be in a writable directory. Found {str(path)!r}: cannot write in {str(parent)!r}.")
+    return out
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_directory(path, name: str = "out", *, replace_marker: str | None = None):
+    """Yield a temporary directory next to ``path``; on success it is renamed
+    to ``path`` (which must not exist or be empty — or hold ``replace_marker``,
+    then the old directory is swapped out and removed), else it is removed.
+
+    >>> import tempfile, os
+    >>> base = tempfile.mkdtemp()
+    >>> with atomic_directory(os.path.join(base, "run")) as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> sorted(os.listdir(base)), os.listdir(os.path.join(base, "run"))
+    (['run'], ['a.txt'])
+    >>> try:
+    ...     with atomic_directory(os.path.join(base, "failed")) as tmp:
+    ...         _ = (tmp / "a.txt").write_text("x"); raise RuntimeError("boom")
+    ... except RuntimeError:
+    ...     pass
+    >>> sorted(os.listdir(base))
+    ['run']
+    """
+    out = check_output_dir(path, name, replace_marker=replace_marker)
+    parent = out.absolute().parent
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
+        yield tmp
+        for f in tmp.iterdir():
+            if f.is_file():
+                with open(f, "rb") as handle:
+                    os.fsync(handle.fileno())
+        _fsync_dir(tmp)
+        old = None
+        if out.exists() and any(out.iterdir()):  # an earlier result (marker checked): swap it out
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
+            os.rename(out, old / "previous")
+        elif out.exists():
+            out.rmdir()  # empty (checked): replaced by the finished directory
+        try:
+            os.rename(tmp, out)
+        except BaseException:
+            if old is not None:
+                os.rename(old / "previous", out)
+            raise
+        _fsync_dir(parent)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_json(path, data) -> None:
+    """Write ``data`` as indented JSON (no NaN or infinity: they become errors)."""
+    Path(path).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")

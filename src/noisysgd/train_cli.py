@@ -1,0 +1,240 @@
+"""``noisysgd train DATA``: a private model, its certificate and metrics, written atomically.
+
+The output directory (``--out``) receives, all at once or not at all:
+
+* ``model.json`` — the coefficients in a portable form, with the feature map
+  (features clipped to norm R, a bias coordinate appended) and how to predict;
+* ``certificate.json`` — the privacy certificate (run, adjacency, δ, ε per
+  analysis, the assumptions the bound rests on, what the trainer enforced);
+* ``metrics.json`` — noise, ε, steps, wall time, and the training accuracy or
+  error, marked *not private* (they are computed on the training data and the
+  certificate does not cover them).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .estimators import classification_loss
+from .io import atomic_directory, check_output_dir, load_table, write_json
+from .train import Huber, Squared
+from .trainer import fit_private
+
+__all__ = ["add_train_parser", "cmd_train"]
+
+EXAMPLES = """\
+examples:
+  # logistic regression on a CSV file, (1, 1e-5)-DP for the released model
+  noisysgd train data.csv --target label --epsilon 1 --delta 1e-5 --feature-clip 2 --out model/
+
+  # Huber regression on an NPZ file (arrays X and y) with a fixed noise multiplier, quietly
+  noisysgd train data.npz --target y --task regression --noise-multiplier 5 --out fit/ --quiet
+"""
+
+
+def add_train_parser(sub, parser_class, formatter) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a private linear model on a CSV/NPZ/Parquet file; write model, certificate, metrics",
+        description=(
+            "Calibrate the noise of Noisy-SGD to a privacy target under the best sound analysis, train "
+            "exactly that run on DATA, and write model.json, certificate.json and metrics.json into "
+            "--out (a new or empty directory, written all at once: a failed run leaves nothing)."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=formatter,
+    )
+    p.add_argument("data", metavar="DATA", help="a .csv (with a header row), .npz or .parquet file")
+    p.add_argument("--target", required=True, help="the column (or NPZ array) to predict")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
+    p.add_argument("--task", choices=("classification", "regression"), default="classification")
+    p.add_argument("--loss", choices=("auto", "logistic", "softmax", "ovr", "huber", "squared"),
+                   default="auto",
+                   help="auto: logistic (2 classes), softmax (more), huber (regression)")
+    privacy = p.add_mutually_exclusive_group()
+    privacy.add_argument("--epsilon", type=float, help="privacy target epsilon (default 1)")
+    privacy.add_argument("--noise-multiplier", type=float,
+                         help="train with this noise multiplier and report epsilon instead")
+    p.add_argument("--delta", type=float, help="delta in (0, 1) (default min(1e-5, 1/(10 n)))")
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--batch-size", type=int, default=256, help="capped at n; ignored for full")
+    p.add_argument("--batching", default="cyclic",
+                   choices=("cyclic", "shuffle", "sample", "poisson", "full"))
+    p.add_argument("--lr", default="auto", help="step size, or auto = 1/(2 smoothness)")
+    p.add_argument("--alpha", type=float, default=0.01, help="L2 regularization lambda (default 0.01)")
+    p.add_argument("--feature-clip", type=float, default=1.0,
+                   help="R: features scaled to norm <= R (fix it from the feature range, not the data)")
+    p.add_argument("--clip-norm", type=float, help="per-example gradient clipping norm")
+    p.add_argument("--diameter", type=float, help="project the iterates onto a ball of this diameter")
+    p.add_argument("--target-bound", type=float, help="regression: clip labels to [-B, B]")
+    p.add_argument("--huber-delta", type=float, default=1.0)
+    p.add_argument("--analysis", action="append", help="analyses to calibrate with (default: best)")
+    p.add_argument("--adjacency", default="replace", choices=("replace", "add-remove"))
+    p.add_argument("--initialization", default="fixed", choices=("fixed", "gaussian"))
+    p.add_argument("--seed", type=int, help="random seed (default: fresh entropy)")
+    p.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.set_defaults(handler=cmd_train)
+
+
+class _Progress:
+    """A progress bar on a terminal's stderr (tqdm when installed), updated once per 1% of the steps."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet or not sys.stderr.isatty()  # no bar in logs and pipes
+        self.bar = None
+        self.every = 1
+
+    def __call__(self, step: int, total: int) -> None:
+        if self.quiet:
+            return
+        if self.bar is None:
+            self.every = max(1, total // 100)
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, unit="step", file=sys.stderr, leave=False)
+            except ImportError:
+                self.bar = _TextBar(total)
+        if step % self.every == 0 or step == total:
+            self.bar.update(step - self.bar.n)
+        if step == total:
+            self.bar.close()
+
+
+class _TextBar:
+    def __init__(self, total: int):
+        self.total, self.n = total, 0
+
+    def update(self, k: int) -> None:
+        self.n += k
+        width = 30
+        done = int(width * self.n / self.total)
+        sys.stderr.write(f"\rtraining [{'#' * done}{'.' * (width - done)}] {self.n}/{self.total} steps")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+        sys.stderr.flush()
+
+
+def _loss(args, y):
+    if args.task == "regression":
+        if args.loss not in ("auto", "huber", "squared"):
+            raise ValueError(f"loss must be huber or squared for --task regression. Found {args.loss!r}.")
+        if y.dtype == object:
+            raise ValueError("target must be numeric for --task regression. Found text labels.")
+        return (Squared() if args.loss == "squared" else Huber(args.huber_delta)), y, None
+    if args.loss in ("huber", "squared"):
+        raise ValueError(f"loss must be logistic, softmax or ovr for classification. Found {args.loss!r}.")
+    classes, encoded = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(
+            f"target must hold at least two classes for classification. Found 1 class: {classes[0]!r}."
+        )
+    if args.loss == "logistic" and classes.size > 2:
+        raise ValueError(
+            f"loss must be softmax or ovr for {classes.size} classes (logistic is binary). Found 'logistic'."
+        )
+    multi = "ovr" if args.loss == "ovr" else "softmax"
+    return classification_loss(classes.size, multi), encoded, classes
+
+
+def _learning_rate(text):
+    if text == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"learning_rate must be 'auto' or a positive number. Found {text!r}.") from None
+
+
+def cmd_train(args) -> int:
+    out = check_output_dir(args.out)  # before reading or computing anything
+    table = load_table(args.data, target=args.target)
+    loss, y, classes = _loss(args, table.y)
+    epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
+    n = table.X.shape[0]
+    batch = args.batch_size
+    if args.batching == "full":
+        batch = None
+    elif batch >= 1:
+        batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
+    start = time.perf_counter()
+    fit = fit_private(
+        table.X, y, loss, epochs=args.epochs, batch_size=batch, batching=args.batching,
+        feature_clip=args.feature_clip, epsilon_target=epsilon, delta=args.delta,
+        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr), l2=args.alpha,
+        clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
+        adjacency=args.adjacency, initialization=args.initialization,
+        analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
+        progress=_Progress(args.quiet),
+    )
+    seconds = time.perf_counter() - start
+    result = fit.result
+    model = {
+        "format": "noisysgd-linear-model/1",
+        "task": args.task,
+        "loss": repr(loss),
+        "target": table.target,
+        "feature_names": table.feature_names,
+        "classes": None if classes is None else [_jsonable(c) for c in classes],
+        "feature_clip": args.feature_clip,
+        "coef": result.coef.tolist(),
+        "layout": (
+            "coef has one row per feature and a last row for the bias; columns are classes for a "
+            "multiclass model (one column, flattened, otherwise)"
+        ),
+        "predict": (
+            "x_bar = [x * min(1, feature_clip / ||x||), 1]; s = x_bar @ coef; classification: class "
+            "index argmax(s) (multiclass) or classes[1] if s > 0 else classes[0]; regression: s"
+        ),
+        "noisysgd_version": fit.certificate["noisysgd_version"],
+    }
+    pred = result.predict(table.X)
+    if args.task == "regression":
+        quality = {"train_rmse": float(np.sqrt(np.mean((pred - y) ** 2)))}
+    else:
+        hits = (pred == (2 * y - 1)) if classes.size == 2 else (pred == y)
+        quality = {"train_accuracy": float(np.mean(hits))}
+    metrics = {
+        "noise_multiplier": fit.noise_multiplier,
+        "epsilon": fit.epsilon,
+        "delta": fit.report.delta,
+        "best_analysis": fit.report.best.analysis,
+        "steps": result.steps,
+        "epochs": fit.run.epochs,
+        "n": n,
+        "wall_seconds": seconds,
+        "not_private": {
+            **quality,
+            "note": ("computed on the training data: not covered by the certificate; do not publish "
+                     "it as if it were"),
+        },
+    }
+    with atomic_directory(out) as tmp:
+        write_json(tmp / "model.json", model)
+        write_json(tmp / "certificate.json", fit.certificate)
+        write_json(tmp / "metrics.json", metrics)
+    if args.json:
+        import json
+
+        print(json.dumps({**metrics, "out": str(out)}, indent=2, allow_nan=False))
+        return 0
+    print(f"trained on {n} examples from {table.path} ({args.task}, {loss!r}), {result.steps} steps")
+    print(f"privacy: {fit.certificate['certificate']['guarantee']}")
+    print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
+    name, value = next(iter(quality.items()))
+    print(f"{name.replace('_', ' ')} = {value:.4f} (on the training data; not private)")
+    print(f"wrote {out}/model.json, certificate.json, metrics.json")
+    return 0
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

@@ -1,0 +1,215 @@
+"""``noisysgd train`` and ``noisysgd demo``: files written all at once, bad files refused in one line."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import noisysgd
+from noisysgd.cli import main
+from noisysgd.io import atomic_directory, load_table
+
+
+def write_csv(path, X, y, names=None, target="label"):
+    names = names or [f"f{i}" for i in range(X.shape[1])]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([*names, target])
+        for xi, yi in zip(X, y):
+            w.writerow([*xi, yi])
+    return path
+
+
+@pytest.fixture
+def blobs(tmp_path):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=600)
+    X = rng.normal(size=(600, 4)) + 1.5 * y[:, None]
+    labels = np.where(y == 1, "yes", "no")
+    return write_csv(tmp_path / "data.csv", X, labels), X, y
+
+
+def test_train_writes_model_certificate_and_metrics(tmp_path, capsys, blobs):
+    path, X, y = blobs
+    out = tmp_path / "model"
+    assert main(["train", str(path), "--target", "label", "--epsilon", "1", "--delta", "1e-5",
+                 "--feature-clip", "4", "--epochs", "20", "--batch-size", "100", "--seed", "0",
+                 "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "(1, 1e-05)-DP" in text or "-DP for the final model only" in text
+    assert sorted(os.listdir(out)) == ["certificate.json", "metrics.json", "model.json"]
+    model = json.loads((out / "model.json").read_text())
+    cert = json.loads((out / "certificate.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert model["classes"] == ["no", "yes"] and model["feature_names"] == ["f0", "f1", "f2", "f3"]
+    # the model file alone reproduces the predictions: clip, append 1, score, threshold
+    W = np.array(model["coef"])
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    Xbar = np.hstack([X * np.minimum(1.0, model["feature_clip"] / norms), np.ones((len(X), 1))])
+    pred = np.where(Xbar @ W > 0, 1, 0)
+    assert np.mean(pred == y) == pytest.approx(metrics["not_private"]["train_accuracy"])
+    assert metrics["not_private"]["train_accuracy"] > 0.8
+    # the certificate is the accountant's for exactly the run that was trained
+    run = noisysgd.Run(**{k: v for k, v in cert["run"].items()
+                          if k not in ("sampling_rate", "steps_per_epoch", "epochs")})
+    assert noisysgd.epsilon(run, delta=1e-5).epsilon == pytest.approx(cert["epsilon"])
+    assert cert["epsilon"] <= 1.0
+    assert metrics["noise_multiplier"] == run.noise_multiplier == cert["calibration"]["noise_multiplier"]
+    assert cert["certificate"]["trainer_enforced"]["steps"] == run.steps == metrics["steps"]
+
+
+def test_train_npz_regression_with_fixed_noise_and_json(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(800, 3))
+    y = X @ [1.0, -1.0, 0.5]
+    np.savez(tmp_path / "d.npz", X=X, y=y)
+    out = tmp_path / "fit"
+    assert main(["train", str(tmp_path / "d.npz"), "--target", "y", "--task", "regression",
+                 "--noise-multiplier", "5", "--feature-clip", "2", "--alpha", "0.001",
+                 "--out", str(out), "--json", "--quiet", "--seed", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["noise_multiplier"] == 5.0 and data["out"] == str(out)
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["epsilon"] == pytest.approx(data["epsilon"]) and "calibration" not in cert
+    assert "Huber" in json.loads((out / "model.json").read_text())["loss"]
+
+
+def bad_files(tmp_path):
+    X = np.arange(12.0).reshape(6, 2)
+    y = np.array([0, 1, 0, 1, 0, 1])
+    cases = {}
+    cases["missing target"] = (write_csv(tmp_path / "a.csv", X, y), ["--target", "nope"],
+                               "--target: target must be a column of a.csv. Found 'nope'")
+    bad = tmp_path / "nan.csv"
+    bad.write_text("f0,f1,label\n1,2,0\n3,nan,1\n4,5,0\n")
+    cases["NaN feature"] = (bad, [], "Found 'nan' (not finite) in row 3, column 'f1' of nan.csv")
+    text = tmp_path / "text.csv"
+    text.write_text("f0,f1,label\n1,2,0\n3,abc,1\n")
+    cases["non-numeric cell"] = (text, [], "Found 'abc' (not a number) in row 3, column 'f1'")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("f0,f1,label\n1,,0\n")
+    cases["empty cell"] = (empty, [], "Found '(empty)' (not a number) in row 2, column 'f1'")
+    cases["single class"] = (write_csv(tmp_path / "one.csv", X, np.zeros(6, int)), [],
+                             "target must hold at least two classes for classification. Found 1 class")
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("f0,f1,label\n1,2,0\n3,1\n")
+    cases["ragged row"] = (ragged, [], "data must have 3 cells in every row. Found 2 in row 3")
+    cases["no such file"] = (tmp_path / "nope.csv", [], "DATA: data must be an existing file")
+    cases["wrong suffix"] = (write_csv(tmp_path / "a.txt", X, y), [], "data must be a .csv, .npz or .parquet file")
+    cases["bad epsilon"] = (tmp_path / "a.csv", ["--epsilon", "-1"], "epsilon must be a positive finite number")
+    cases["bad delta"] = (tmp_path / "a.csv", ["--delta", "1.5"], "delta must be in (0, 1)")
+    cases["batch 0"] = (tmp_path / "a.csv", ["--batch-size", "0"], "batch_size must be an integer >= 1")
+    cases["bad lr"] = (tmp_path / "a.csv", ["--lr", "fast"], "learning_rate must be 'auto' or a positive number")
+    cases["eta beyond the analysis"] = (tmp_path / "a.csv", ["--lr", "50", "--analysis", "ye-shokri"],
+                                        "ye-shokri does not apply: needs learning rate < 2/(m+M)")
+    cases["regression on labels"] = (write_csv(tmp_path / "s.csv", X, np.array(list("abcabc"))),
+                                     ["--task", "regression"], "target must be numeric for --task regression")
+    return cases
+
+
+BAD_CASES = ["missing target", "NaN feature", "non-numeric cell", "empty cell", "single class",
+             "ragged row", "no such file", "wrong suffix", "bad epsilon", "bad delta", "batch 0",
+             "bad lr", "eta beyond the analysis", "regression on labels"]
+
+
+@pytest.mark.parametrize("case", BAD_CASES)
+def test_bad_files_and_flags_give_one_line_and_no_output(tmp_path, capsys, case):
+    path, extra, message = bad_files(tmp_path)[case]
+    out = tmp_path / "out"
+    argv = ["train", str(path), "--target", "label", "--out", str(out), "--quiet", "--epochs", "2", *extra]
+    if "--target" in extra:
+        argv = ["train", str(path), "--out", str(out), "--quiet", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert err.count("\n") == 1 and err.startswith("noisysgd train: error:")
+    assert not out.exists()
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".out")] == []
+
+
+def test_out_must_be_new_or_empty_and_writable(tmp_path, capsys, blobs):
+    path, _, _ = blobs
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine")
+    assert main(["train", str(path), "--target", "label", "--out", str(full), "--quiet"]) == 2
+    assert "--out: out must be a new or empty directory (nothing is overwritten)" in capsys.readouterr().err
+    assert os.listdir(full) == ["keep.txt"]
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert main(["train", str(path), "--target", "label", "--out", str(locked / "m"), "--quiet"]) == 2
+        assert "must be in a writable directory" in capsys.readouterr().err
+
+
+def test_a_failure_while_writing_leaves_nothing(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_directory(tmp_path / "x") as tmp:
+            (tmp / "model.json").write_text("{}")
+            raise RuntimeError("disk full")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_killed_train_leaves_no_output(tmp_path, blobs):
+    """SIGKILL during training: the destination never appears (the temporary
+    directory is only created when everything is computed)."""
+    path, _, _ = blobs
+    out = tmp_path / "m"
+    code = (
+        "import sys, os, signal\n"
+        "from noisysgd import trainer\n"
+        "orig = trainer.train\n"
+        "def killer(*a, **k):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "trainer.train = killer\n"
+        "from noisysgd.cli import main\n"
+        f"sys.exit(main(['train', {str(path)!r}, '--target', 'label', '--out', {str(out)!r}, '--quiet']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert proc.returncode == -9
+    assert not out.exists() and os.listdir(tmp_path) == ["data.csv"]
+
+
+def test_load_table_reads_csv_labels_and_npz(tmp_path):
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    t = load_table(write_csv(tmp_path / "a.csv", X, ["x", "y"]), target="label")
+    np.testing.assert_array_equal(t.X, X)
+    assert t.y.tolist() == ["x", "y"] and t.feature_names == ["f0", "f1"]
+    np.savez(tmp_path / "b.npz", X=X, lab=np.array([0, 1]))
+    t = load_table(tmp_path / "b.npz", target="lab")
+    assert t.y.tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match=r"target must name an array of b.npz besides 'X'. Found 'y'"):
+        load_table(tmp_path / "b.npz", target="y")
+
+
+def test_demo_writes_its_report_and_beats_composition(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    hidden, comp, plain = data["rows"]
+    assert hidden["epsilon"] <= 1.0 and comp["epsilon"] <= 1.0
+    assert hidden["noise_multiplier"] < comp["noise_multiplier"] / 2
+    assert hidden["test_accuracy"] > comp["test_accuracy"] + 0.2
+    assert plain["test_accuracy"] > hidden["test_accuracy"]
+    assert sorted(os.listdir(out)) == ["accuracy.png", "certificate_composition.json",
+                                       "certificate_hidden_state.json", "demo.json",
+                                       "epsilon_vs_epochs.png", "report.md"]
+    report = json.loads((out / "demo.json").read_text())
+    # the plotted curves are the accountant's: at the last epoch, the best curve is the run's epsilon
+    best = report["plan"]["best"]["epsilon"]
+    assert best[-1] == pytest.approx(hidden["epsilon"], rel=1e-9)
+    assert report["plan"]["epochs"][-1] == 300
+    comp_curve = report["plan"]["analyses"]["composition"]["epsilon"]
+    assert all(b <= a for a, b in zip(comp_curve[1:], comp_curve[:-1]))  # grows with epochs
+    assert "| (a) Noisy-SGD" in (out / "report.md").read_text()
+    # a second demo replaces the first report; a directory of someone else's is never touched
+    assert main(["demo", "--out", str(out)]) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert main(["demo", "--out", str(other)]) == 2
+    assert os.listdir(other) == ["notes.txt"]
