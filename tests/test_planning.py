@@ -221,3 +221,37 @@ def test_cli_plan_bad_input_is_one_line_and_status_2(capsys, extra, message):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+@pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(20, 5000), b_frac=st.floats(0.01, 0.5), epochs=st.integers(1, 50),
+       z=st.floats(0.5, 20.0), lam=st.sampled_from([0.0, 0.01, 0.1]),
+       batching=st.sampled_from(["poisson", "sample", "shuffle", "cyclic", "full"]),
+       adjacency=st.sampled_from(["replace", "add-remove"]))
+def test_cli_flags_round_trip_to_the_api(n, b_frac, epochs, z, lam, batching, adjacency):
+    """The same flags give the same numbers through `noisysgd epsilon --json` and the API."""
+    import contextlib
+    import io
+
+    b = n if batching == "full" else max(1, int(n * b_frac))
+    flags = ["epsilon", "--n", str(n), "--batch-size", str(b), "--epochs", str(epochs), "--lr", "0.05",
+             "--noise-multiplier", repr(z), "--lipschitz", "1", "--smoothness", "1.25",
+             "--strong-convexity", repr(lam), "--batching", batching, "--adjacency", adjacency,
+             "--delta", "1e-5", "--orders", ",".join(map(str, ORDERS)), "--json",
+             "--analysis", "composition", "--analysis", "ye-shokri", "--analysis", "ye-shokri-naive",
+             "--analysis", "shifted-interpolation"]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        assert main(flags) == 0
+    data = json.loads(buf.getvalue())
+    run = noisysgd.Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching=batching, learning_rate=0.05,
+                                   noise_multiplier=z, lipschitz=1.0, smoothness=1.25,
+                                   strong_convexity=lam, adjacency=adjacency)
+    report = noisysgd.epsilon(run, delta=1e-5, orders=ORDERS,
+                              analyses=["composition", "ye-shokri", "ye-shokri-naive", "shifted-interpolation"])
+    assert data["run"] == json.loads(json.dumps(run.to_dict()))
+    assert data["epsilon"] == report.epsilon
+    for name, res in report.results.items():
+        assert data["analyses"][name]["applies"] == res.applies
+        assert data["analyses"][name]["epsilon"] == (res.epsilon if res.applies else None)
