@@ -21,6 +21,7 @@ import numpy as np
 from . import __version__
 from .accountant import BEST, DEFAULT_ANALYSES, calibrate, epsilon
 from .analyses import ANALYSES
+from .io import check_output_file
 from .plots import PAPERS
 from .rdp import CONVERSIONS
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
@@ -443,7 +444,7 @@ def _cmd_plan(args) -> int:
     if args.plot is not None:
         from .plots import require_matplotlib
 
-        plot_path = _check_out_file(args.plot, "plot")
+        plot_path = check_output_file(args.plot, "plot")
         try:
             require_matplotlib()
         except ImportError as exc:
@@ -532,19 +533,6 @@ def _cmd_plan(args) -> int:
     if plot_path is not None:
         print(f"plot: {plot_path}")
     return 0
-
-
-def _check_out_file(text: str, name: str) -> Path:
-    """A file path whose directory exists and is writable (nothing is created)."""
-    path = Path(text)
-    if path.is_dir():
-        raise ValueError(f"{name} must be a file path. Found a directory: {text!r}.")
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        raise ValueError(f"{name} must be in an existing directory. Found {text!r}.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} must be in a writable directory. Found {text!r}.")
-    return path
 
 
 def _check_out_dir(text: str) -> Path:

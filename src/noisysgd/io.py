@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir"]
+__all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir", "check_output_file"]
 
 
 @dataclass(frozen=True)
@@ -209,6 +209,19 @@ def check_output_dir(path, name: str = "out", *, replace_marker: str | None = No
         raise ValueError(f"{name} must be inside an existing directory. Found {str(path)!r}.")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"{name} must be in a writable directory. Found {str(path)!r}: cannot write in {str(parent)!r}.")
+    return out
+
+
+def check_output_file(path, name: str) -> Path:
+    """A file path whose directory exists and is writable (nothing is created)."""
+    out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"{name} must be a file path. Found a directory: {str(path)!r}.")
+    parent = out.absolute().parent
+    if not parent.is_dir():
+        raise ValueError(f"{name} must be in an existing directory. Found {str(path)!r}.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} must be in a writable directory. Found {str(path)!r}.")
     return out
 
 

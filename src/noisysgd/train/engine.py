@@ -42,7 +42,7 @@ from ..analyses import get_analysis
 from ..run import Run
 from .batching import run_batches
 from .leaks import check_declared_constants
-from .losses import Loss, LossConstants, _augment, _float_dtype, _positive, _row_norms
+from .losses import Loss, LossConstants, _augment, _features, _float_dtype, _positive, _row_norms
 
 __all__ = ["TrainResult", "RNGStreams", "rng_streams", "train", "sgd", "noisy_sgd_core"]
 
@@ -237,14 +237,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     if Yb is not None and not getattr(loss, "uses_target_bound", False):
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
     dt = _float_dtype(dtype)
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("X must be a 2-D array of numbers.") from None
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n, d). Found shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite. Found NaN or infinite entries.")
+    X = _features(X)
     if X.shape[0] != run.n:
         raise ValueError(f"X must have run.n = {run.n} rows. Found {X.shape[0]}.")
     raw_y = np.asarray(y)

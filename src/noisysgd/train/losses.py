@@ -109,6 +109,12 @@ def augment(X, feature_clip: float, *, dtype=np.float64, return_norms: bool = Fa
     """
     R = _positive("feature_clip", feature_clip)
     dt = _float_dtype(dtype)
+    Xbar, bar_norms = _augment(_features(X), R, dt)
+    return (Xbar, bar_norms) if return_norms else Xbar
+
+
+def _features(X) -> np.ndarray:
+    """``X`` as a finite 2-D float64 array, or ``ValueError`` naming it."""
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -117,8 +123,7 @@ def augment(X, feature_clip: float, *, dtype=np.float64, return_norms: bool = Fa
         raise ValueError(f"X must be a 2-D array (n, d). Found shape {X.shape}.")
     if not np.all(np.isfinite(X)):
         raise ValueError("X must be finite. Found NaN or infinite entries.")
-    Xbar, bar_norms = _augment(X, R, dt)
-    return (Xbar, bar_norms) if return_norms else Xbar
+    return X
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
