@@ -14,6 +14,7 @@ from noisysgd import Run
 from noisysgd.train import (
     BinaryLogistic,
     Huber,
+    OneVsRestLogistic,
     PrivacyLeakWarning,
     Softmax,
     Squared,
@@ -307,7 +308,8 @@ def test_enforced_record_and_history():
     result = train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=0,
                    analyses=["ye-shokri", "altschuler-talwar", "composition"], record=True)
     e = result.enforced
-    assert (e["clip_norm"], e["feature_clip"], e["l2"], e["projection_radius"]) == (1.0, 2.0, 0.01, 2.0)
+    assert (e["clip_norm"], e["feature_clip"], e["l2"]) == (1.0, 2.0, 0.01)
+    assert 2.0 * (1 - 1e-13) < e["projection_radius"] < 2.0  # D/2, a few ulps inside
     assert (e["batching"], e["denominator"], e["steps"], e["dtype"]) == ("cyclic", 8, 20, "float64")
     assert e["noise_std"] == pytest.approx(2.0 * 1.0 / 8)
     assert e["init"].startswith("fixed: zeros")
@@ -444,3 +446,33 @@ def test_squared_loss_without_a_domain_trains_with_the_clip_norm():
     assert result.enforced["clip_norm"] == 100.0
     with pytest.raises(ValueError, match=r"analyses: ye-shokri does not apply.*learning rate < 2/\(m\+M\)"):
         train(run, Squared(), X, yr, feature_clip=10.0, analyses=["ye-shokri"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bounds_survive_rounding(dtype):
+    """In float32 as in float64: every clipped per-example gradient, as the engine
+    computes it from its rounded features and thresholds, has norm <= L, and every
+    iterate stays inside the ball of diameter D (the analyses rely on both)."""
+    from noisysgd.train.engine import _thresholds
+    from noisysgd.train.losses import _augment, _row_norms
+
+    rng = np.random.default_rng(5)
+    n, d, k = 400, 30, 5
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, size=(n, 1))
+    y = rng.integers(0, k, size=n)
+    L, R = 0.3, 2.0
+    dt = np.dtype(dtype)
+    Xbar, norms = _augment(X, R, dt, _row_norms(X))
+    tau = _thresholds(L, norms, dt)
+    for loss in (OneVsRestLogistic(k), Softmax(k)):
+        W = rng.normal(size=(d + 1, k)).astype(dt) * 3
+        D = loss.clipped_derivative(Xbar @ W, y, tau)
+        per_example = np.linalg.norm(D.astype(np.float64), axis=1) * np.linalg.norm(
+            Xbar.astype(np.float64), axis=1)
+        assert per_example.max() <= L
+    run = Run(n=n, batch_size=40, batching="shuffle", steps=60, learning_rate=5.0,
+              noise_multiplier=50.0, lipschitz=L, diameter=0.5)
+    norms_seen = []
+    train(run, OneVsRestLogistic(k), X, y, feature_clip=R, random_state=0, dtype=dtype,
+          callback=lambda t, W: norms_seen.append(np.linalg.norm(W.astype(np.float64))))
+    assert max(norms_seen) <= 0.25 and max(norms_seen) > 0.25 * (1 - 1e-5)  # projected, inside

@@ -338,6 +338,7 @@ def _initial(p: _Prepared, shape, init_rng) -> tuple[np.ndarray, str]:
         var = 2.0 * sigma * sigma / run.strong_convexity
         W0 = init_rng.standard_normal(shape) * math.sqrt(var)
         if radius is not None:
+            radius *= _margin(p.dtype)
             norm = float(np.linalg.norm(W0))
             if norm > radius:
                 W0 *= radius / norm
@@ -348,9 +349,26 @@ def _initial(p: _Prepared, shape, init_rng) -> tuple[np.ndarray, str]:
     return p.init, "fixed: an explicit array in K"
 
 
+#: Relative margin, in units of the dtype's machine epsilon, taken off the
+#: clip thresholds and the projection radius so that the bounds the analyses
+#: rely on (‖clipped gradient‖ ≤ L, ‖W‖ ≤ D/2) survive the rounding of the
+#: features, of τ/√k and of the rescaling (each a few ulps at most).
+_ULP_MARGIN = 16
+
+
+def _margin(dt: np.dtype) -> float:
+    return 1.0 - _ULP_MARGIN * float(np.finfo(dt).eps)
+
+
+def _safe_radius(run: Run, dt) -> float | None:
+    """The projection radius D/2, a few ulps smaller (see _ULP_MARGIN)."""
+    return None if run.diameter is None else run.diameter / 2.0 * _margin(np.dtype(dt))
+
+
 def _thresholds(L: float, norms: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """L/‖x̄_i‖ in ``dt``, rounded down so that the cast never raises a bound."""
-    t64 = L / norms
+    """L/‖x̄_i‖ in ``dt``, a few ulps smaller (_ULP_MARGIN) and rounded down, so
+    that rounding never raises a per-example bound."""
+    t64 = L / norms * _margin(dt)
     t = t64.astype(dt)
     if dt != np.float64:
         up = t.astype(np.float64) > t64
@@ -522,7 +540,7 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra) -> TrainResul
     streams = rng_streams(p.random_state)
     W0, init_kind = _initial(p, shape, streams.init)
     thresholds = None if clip_norm is None else _thresholds(clip_norm, norms, dt)
-    radius = None if run.diameter is None else run.diameter / 2.0
+    radius = _safe_radius(run, dt)
     W, steps, history = noisy_sgd_core(
         loss, Xbar, Y,
         batches=run_batches(run, streams.batches),
