@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import sys
 import textwrap
@@ -536,23 +535,22 @@ def _cmd_plan(args) -> int:
 
 
 def _check_out_dir(text: str) -> Path:
-    """``--out`` as a path that is, or can become, a writable directory (nothing is created)."""
+    """``--out`` as a path that is, or can become, a writable directory (a
+    temporary probe is created and removed; nothing else)."""
+    from .io import _probe_writable
+
     out = Path(text)
     if out.exists():
         if not out.is_dir():
             raise ValueError(f"out must be a directory. Found a file: {text!r}.")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise ValueError(f"out must be a writable directory. Found {text!r}, which is not writable.")
+        _probe_writable(out, "out", text)
         return out
     parent = out.absolute().parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
         raise ValueError(f"out must be a directory path. Found {text!r}, under the file {str(parent)!r}.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"out must be a writable directory. Found {text!r}: cannot create it in {str(parent)!r}."
-        )
+    _probe_writable(parent, "out", text)
     return out
 
 
@@ -599,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         prog = " ".join(filter(None, ["noisysgd", getattr(args, "command", None)]))
         print(f"{prog}: error: {prefix}{message}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the environment, not the command line: one line, status 1
+        prog = " ".join(filter(None, ["noisysgd", getattr(args, "command", None)]))
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
 

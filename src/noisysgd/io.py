@@ -207,9 +207,20 @@ def check_output_dir(path, name: str = "out", *, replace_marker: str | None = No
     parent = out.absolute().parent
     if not parent.is_dir():
         raise ValueError(f"{name} must be inside an existing directory. Found {str(path)!r}.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} must be in a writable directory. Found {str(path)!r}: cannot write in {str(parent)!r}.")
+    _probe_writable(parent, name, path)
     return out
+
+
+def _probe_writable(parent: Path, name: str, path) -> None:
+    """Create and remove a temporary directory in ``parent``: permission bits do
+    not tell (root, read-only or special file systems), trying does."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".noisysgd-probe.", dir=parent))
+    except OSError as exc:
+        raise ValueError(
+            f"{name} must be in a writable directory. Found {str(path)!r}: cannot write in "
+            f"{str(parent)!r} ({exc.strerror or exc})."
+        ) from None
 
 
 def check_output_file(path, name: str) -> Path:
@@ -220,8 +231,7 @@ def check_output_file(path, name: str) -> Path:
     parent = out.absolute().parent
     if not parent.is_dir():
         raise ValueError(f"{name} must be in an existing directory. Found {str(path)!r}.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} must be in a writable directory. Found {str(path)!r}.")
+    _probe_writable(parent, name, path)
     return out
 
 
@@ -256,7 +266,12 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
     """
     out = check_output_dir(path, name, replace_marker=replace_marker)
     parent = out.absolute().parent
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    except OSError as exc:
+        raise ValueError(
+            f"{name} must be in a writable directory. Found {str(path)!r}: {exc.strerror or exc}."
+        ) from None
     try:
         umask = os.umask(0)
         os.umask(umask)
