@@ -12,6 +12,7 @@ Target (issue 2): noisysgd at least 2x faster than the fastest peer, with equal 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 import warnings
@@ -62,6 +63,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--repeat", type=int, default=30)
+    p.add_argument("--json", help="also write the results to this JSON file")
     a = p.parse_args(argv)
     assert len(set(ORDERS)) == 100
     rows = []
@@ -78,6 +80,27 @@ def main(argv=None) -> int:
         print(f"{name:<15}{t * 1e3:>10.3f}{eps:>22.15f}{eps / ours_eps - 1:>12.1e}{t / ours_t:>17.2f}")
     ratio = fastest_peer / ours_t
     print(f"speed-up over the fastest peer: {ratio:.2f}x (target >= 2x): {'met' if ratio >= 2 else 'NOT met'}")
+    if a.json:
+        import json
+        import platform
+        from pathlib import Path
+
+        import dp_accounting
+        import opacus
+
+        import noisysgd
+
+        data = {
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "versions": {"noisysgd": noisysgd.__version__, "opacus": opacus.__version__,
+                         "dp_accounting": getattr(dp_accounting, "__version__", "?")},
+            "setting": {"q": a.q, "z": a.z, "steps": a.steps, "delta": a.delta, "orders": len(ORDERS),
+                        "repeat": a.repeat, "statistic": "median seconds"},
+            "rows": [{"library": name, "seconds": t, "epsilon": eps} for name, t, eps in rows],
+            "speedup_over_fastest_peer": ratio,
+        }
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(data, indent=2) + "\n")
     return 0
 
 
