@@ -2,20 +2,27 @@
 
 import os
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
 
+import noisysgd
 from noisysgd.cli import build_parser, main
+from noisysgd.planning import PLATEAU_RTOL
 from noisysgd.plots import (
+    _YS_CURVES,
     MATPLOTLIB_MISSING,
     PAPERS,
     altschuler_talwar_figure_data,
     altschuler_talwar_figures,
     ye_shokri_figure_data,
+    ye_shokri_figures,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+AT_ORDER = ("altschuler-talwar-fig1.png", "altschuler-talwar-fig2a.png",
+            "altschuler-talwar-fig2b.png", "altschuler-talwar-crossover.png")
 AT_FILES = {
     "altschuler-talwar-fig1.png",
     "altschuler-talwar-fig2a.png",
@@ -172,29 +179,98 @@ def test_strong_convexity_brings_the_plateau_earlier_and_lower(data):
     assert finals == sorted(finals, reverse=True) and finals[-1] < finals[0]
 
 
-def test_crossover_with_rdp_and_pld_composition(data):
-    fig = data["crossover"]
-    at, comp, pld = (fig.curves[k] for k in ("altschuler-talwar", "composition", "composition-pld"))
-    assert 10 <= pld.steps.size <= 20
-    # PLD composition is tighter than RDP composition at every T where it was computed
-    idx = np.searchsorted(comp.steps, pld.steps)
-    assert np.array_equal(comp.steps[idx], pld.steps)
+def _plan_agrees(fig_params, analysis, *, epochs=None, pld=True):
+    """noisysgd.plan of the figure's run, on the figure's epochs (or ``epochs``)."""
+    names = ["composition", "composition-pld", analysis] if pld else ["composition", analysis]
+    return noisysgd.plan(fig_params["run"], delta=1e-5, analyses=names,
+                         epochs=fig_params["epochs"] if epochs is None else epochs)
+
+
+def _check_crossover_setting(fig, info, prefix=""):
+    """The figure's curves and numbers for one run are plan's, and say what they claim."""
+    analysis = info["analysis"]
+    ep = info["epochs"]
+    hidden = fig.curves[prefix + analysis]
+    comp = fig.curves[prefix + "composition"]
+    pld = fig.curves[prefix + "composition-pld"]
+    assert np.array_equal(hidden.steps, ep) and np.array_equal(comp.steps, ep)
+    # the figure's numbers are what noisysgd.plan reports for the same run and epochs
+    both = _plan_agrees(info, analysis)
+    rdp = _plan_agrees(info, analysis, pld=False)
+    c = both.curves[analysis]
+    assert info["crossover"] is not None and info["crossover"] == c.crossover_epoch
+    assert info["crossover_rdp"] is not None and info["crossover_rdp"] == rdp.curves[analysis].crossover_epoch
+    assert info["limit"] == c.limit and info["plateau_epoch"] == c.plateau_epoch
+    np.testing.assert_array_equal(hidden.epsilon, c.epsilon)
+    np.testing.assert_array_equal(comp.epsilon, both.curves["composition"].epsilon)
+    exact = both.curves["composition-pld"].exact
+    np.testing.assert_array_equal(pld.steps, ep[exact])
+    np.testing.assert_array_equal(pld.epsilon, both.curves["composition-pld"].epsilon[exact])
+    # ... exact to the epoch: plan on the two epochs around each cross-over agrees
+    for key, pld_too in (("crossover", True), ("crossover_rdp", False)):
+        e = info[key]
+        if e > 1:
+            around = _plan_agrees(info, analysis, epochs=[e - 1, e], pld=pld_too)
+            assert around.curves[analysis].crossover_epoch == e, key
+    # composition grows; PLD is the tighter composition bound
+    for curve in (comp, pld):
+        assert np.all(np.diff(curve.epsilon) >= 0) and curve.epsilon[-1] > 2 * curve.epsilon[0]
+    idx = np.searchsorted(ep, pld.steps)
     assert np.all(pld.epsilon <= comp.epsilon[idx] * (1 + REL))
-    # the bound equals RDP composition before the cross-over and is below it after
-    t_rdp, t_pld = fig.params["crossover_rdp"], fig.params["crossover_pld"]
-    before = at.steps < t_rdp
-    assert np.allclose(at.epsilon[before], comp.epsilon[before], rtol=REL)
-    assert np.all(at.epsilon[at.steps >= t_rdp] < comp.epsilon[at.steps >= t_rdp])
-    # ... and overtakes the tighter PLD baseline later, exactly at the reported grid point
-    assert t_rdp <= t_pld
-    for t, e in zip(pld.steps, pld.epsilon):
-        a = at.epsilon[np.searchsorted(at.steps, t)]
-        assert (a < e * (1 - REL)) == (t >= t_pld), t
+    # below both composition bounds exactly from the cross-over on (where PLD was computed)
+    e = info["crossover"]
+    below = hidden.epsilon[idx] < np.minimum(pld.epsilon, comp.epsilon[idx])
+    np.testing.assert_array_equal(below, pld.steps >= e)
+    assert np.all(hidden.epsilon[ep >= info["crossover_rdp"]] < comp.epsilon[ep >= info["crossover_rdp"]])
+    # the hidden-state bound plateaus: within 0.1% of its limit from the plateau epoch on,
+    # equal to it at the end, never above it
+    eps, limit = hidden.epsilon, info["limit"]
+    assert np.all(np.diff(eps) >= -REL * eps[1:])
+    tail = eps[ep >= info["plateau_epoch"]]
+    assert tail.size and np.all(tail >= limit * (1 - PLATEAU_RTOL)) and np.all(tail <= limit * (1 + REL))
+    assert eps[ep < info["plateau_epoch"]].max(initial=0) < limit * (1 - PLATEAU_RTOL)
+    assert eps[-1] == pytest.approx(limit, rel=REL)
+    assert fig.dots[prefix + analysis] == (info["plateau_epoch"], eps[ep == info["plateau_epoch"]][0])
+    # every cross-over is drawn, at its epoch
+    for x in {info["crossover"], info["crossover_rdp"]}:
+        assert any(v == x and f"epoch {x:,}" in label for label, v in fig.vlines.items())
+
+
+def test_altschuler_talwar_crossover_is_plans(data):
+    fig = data["crossover"]
+    p = fig.params
+    _check_crossover_setting(fig, p)
+    assert (p["crossover_rdp"], p["crossover"]) == (3494, 3819)
+    assert p["limit"] == pytest.approx(29.678513550445, rel=1e-9) and p["plateau_epoch"] == 3489
+    at, comp = fig.curves["altschuler-talwar"], fig.curves["composition"]
+    ep = at.steps
+    # below its cross-over with RDP the sound bound *is* composition RDP (its composition
+    # branch), and from it on it is its limit: the kink of Figure 1
+    before = ep < p["crossover_rdp"]
+    np.testing.assert_allclose(at.epsilon[before], comp.epsilon[before], rtol=REL)
+    assert np.all(at.epsilon[~before] == p["limit"])
+    assert ep[0] == 1 and ep[-1] == 20_000
+    for text in ("3,494", "3,819", "29.6785", "T = 100·epochs"):
+        assert text in fig.caption, text
+    assert "epoch 3,494 (T = 349,400;" in data["fig1"].caption
+    lo, hi = fig.inset["xlim"]
+    assert lo < p["crossover_rdp"] and p["crossover"] < hi
+
+
+def test_altschuler_talwar_crossover_without_pld_is_plans_rdp_crossover():
+    data = altschuler_talwar_figure_data(points=20, max_steps=10**4, pld=False, crossover_epochs=5000,
+                                         crossover_points=30)
+    fig = data["crossover"]
+    assert fig.params["crossover_rdp"] == 3494 and fig.params["crossover"] is None
+    assert "composition-pld" not in fig.curves
+    rdp = _plan_agrees(fig.params, "altschuler-talwar", pld=False)
+    assert rdp.curves["altschuler-talwar"].crossover_epoch == 3494
 
 
 # --------------------------------------------------------------------------- Ye & Shokri
 
-YS_FILES = ("ye-shokri-fig1.png", "ye-shokri-fig2a.png", "ye-shokri-fig2b.png")
+YS_FILES = ("ye-shokri-fig1.png", "ye-shokri-fig2a.png", "ye-shokri-fig2b.png", "ye-shokri-crossover.png")
+YS_PAPER = ("fig1", "fig2a", "fig2b")  # the paper's RDP figures
 ALPHAS = (10.0, 15.0)
 
 
@@ -235,13 +311,14 @@ def test_all_includes_ye_shokri(tmp_path, capsys, monkeypatch):
 
 
 def test_ye_shokri_figures_have_their_curves_and_captions(ys):
-    assert set(ys) == {"fig1", "fig2a", "fig2b"}
+    assert set(ys) == {*YS_PAPER, "crossover"}
     kinds = {
         "fig1": {"first-batch", "last-batch", "naive"},
         "fig2a": {"thm4.2", "last-batch", "composition", "composition-sampled"},
         "fig2b": {"thm4.3", "composition"},
     }
-    for key, fig in ys.items():
+    for key in YS_PAPER:
+        fig = ys[key]
         assert set(fig.curves) == {f"{k}/α={a:g}" for k in kinds[key] for a in ALPHAS}
         for curve in fig.curves.values():
             assert np.array_equal(curve.steps, np.arange(1, 1001))
@@ -301,7 +378,7 @@ def test_ye_shokri_curves_are_ordered_as_in_the_paper(ys):
         assert k == 8 and sampled[0] < thm42[0]
         assert np.all(thm42[k - 1:] < sampled[k - 1:]) and np.all(thm42[:k - 1] >= sampled[:k - 1])
     # the larger order costs more
-    for fig in ys.values():
+    for fig in (ys[k] for k in YS_PAPER):
         for name in {key.split("/")[0] for key in fig.curves}:
             assert np.all(_c(fig, name, 15).epsilon > _c(fig, name, 10).epsilon)
 
@@ -326,3 +403,114 @@ def test_every_ye_shokri_curve_is_non_decreasing_in_epochs(ys):
         for name, curve in fig.curves.items():
             eps = curve.epsilon
             assert np.all(np.diff(eps) >= -REL * eps[1:]), f"{key}/{name}"
+
+
+# --------------------------------------------------------------------------- Ye & Shokri: composition
+# grows, hidden state plateaus, the cross-over figure is plan's
+
+
+def test_ye_shokri_curves_follow_the_table(ys):
+    for key in YS_PAPER:
+        rows = _YS_CURVES[key]
+        expected = [f"{name}/α={a:g}" for a in ALPHAS for name, *_ in rows]
+        assert list(ys[key].curves) == expected  # legend order: by order, then the table's
+        for name, label, _, _, style in rows:
+            for i, a in enumerate(ALPHAS):
+                c = _c(ys[key], name, a)
+                assert c.label == f"α = {a:g}: {label}"
+                assert c.style == {"color": ("C0", "C1")[i], **style}
+
+
+def test_figure_2a_says_its_bold_curve_is_the_flagged_reshuffle_variant(ys):
+    fig = ys["fig2a"]
+    for a in ALPHAS:
+        label = _c(fig, "thm4.2", a).label
+        assert "ye-shokri-reshuffle" in label and "NOT sound" in label
+        assert _c(fig, "thm4.2", a).style["lw"] == max(c.style["lw"] for c in fig.curves.values())
+    for text in ("ye-shokri-reshuffle", "NOT sound", "one random partition drawn once",
+                 "fresh permutation every epoch", "ye-shokri refuses shuffle"):
+        assert text in fig.caption, text
+    assert "NOT sound" in fig.title
+
+
+def test_ye_shokri_composition_is_linear_in_rdp(ys):
+    """Composition at a fixed order: K times one epoch's RDP, for every composition curve."""
+    k = np.arange(1, 1001)
+    for key in YS_PAPER:
+        for name, curve in ys[key].curves.items():
+            if not name.startswith("composition"):
+                continue
+            eps = curve.epsilon
+            np.testing.assert_allclose(eps, eps[0] * k, rtol=1e-9, err_msg=f"{key}/{name}")
+
+
+def test_ye_shokri_hidden_state_curves_plateau(ys):
+    """Theorems 3.3, 4.2 and 4.3 reach their limit within the plotted epochs and stay
+    there; Theorem 2.1 approaches its limit α·(1 − e^(−K/100)) → α from below."""
+    for key, names in (("fig1", ("first-batch", "last-batch")), ("fig2a", ("thm4.2",)),
+                       ("fig2b", ("thm4.3",))):
+        for name in names:
+            for a in ALPHAS:
+                eps = _c(ys[key], name, a).epsilon
+                flat = np.flatnonzero(np.abs(eps - eps[-1]) > 1e-12 * eps[-1])
+                start = flat[-1] + 2 if flat.size else 1  # the first epoch at the limit
+                assert start <= 100, (key, name, a, start)
+                assert np.all(eps[:start - 1] < eps[-1]), (key, name, a)
+    for a in ALPHAS:
+        naive = _c(ys["fig1"], "naive", a).epsilon
+        assert np.all(naive < a) and naive[-1] > a * (1 - 1e-4)
+
+
+def test_ye_shokri_crossover_is_plans(ys):
+    fig = ys["crossover"]
+    settings = fig.params["settings"]
+    assert set(settings) == {"sample", "cyclic"}
+    for name, info in settings.items():
+        assert info["analysis"] == "ye-shokri" and info["run"].batching == name
+        _check_crossover_setting(fig, info, prefix=f"{name}/")
+        assert np.array_equal(info["epochs"], np.arange(1, 1001))
+        # an independent plan over every epoch to 200 reports the same numbers
+        p = noisysgd.plan(info["run"], delta=1e-5, epochs="1:200",
+                          analyses=["composition", "composition-pld", "ye-shokri"])
+        c = p.curves["ye-shokri"]
+        assert (c.crossover_epoch, c.limit, c.plateau_epoch) == (
+            info["crossover"], info["limit"], info["plateau_epoch"])
+    s, c = settings["sample"], settings["cyclic"]
+    assert (s["crossover_rdp"], s["crossover"], s["plateau_epoch"]) == (76, 89, 7)
+    assert (c["crossover_rdp"], c["crossover"], c["plateau_epoch"]) == (2, 2, 10)
+    assert s["limit"] == pytest.approx(0.684825, rel=1e-5) and c["limit"] == pytest.approx(0.406907, rel=1e-5)
+    # the runs are the paper figures' runs
+    assert s["run"] == ys["fig2b"].params["run"] and c["run"] == ys["fig1"].params["run"]
+    for text in ("n = 50", "b = 2", "η = 0.02", "λ = 1", "β = 4", "S_g = 4", "σ² = 4", "z = 20",
+                 "L = 2", "δ = 1e-05", "169 orders", "every epoch 1..1000", "from epoch 89",
+                 "RDP alone: 76", "0.6848", "0.4069", "Theorem 4.3", "Theorem 3.3",
+                 "ye-shokri-reshuffle"):
+        assert text in fig.caption, text
+    assert fig.legend_loc == "below"
+
+
+# --------------------------------------------------------------------------- every PNG
+
+
+def test_all_writes_every_png(tmp_path, capsys, monkeypatch):
+    """--paper all through the CLI, at a lower resolution (the defaults are covered above)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setitem(PAPERS, "altschuler-talwar", partial(
+        altschuler_talwar_figures, points=30, pld=False, crossover_epochs=5000, crossover_points=30))
+    monkeypatch.setitem(PAPERS, "ye-shokri", partial(ye_shokri_figures, max_epochs=100, crossover_epochs=120))
+    code, out, err = run_cli(capsys, "figures", "--paper", "all", "--out", str(tmp_path))
+    assert code == 0, err
+    names = [*AT_ORDER, *YS_FILES]
+    assert out.split() == [str(tmp_path / n) for n in names]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    for n in names:
+        content = (tmp_path / n).read_bytes()
+        assert len(content) > 10_000 and content.startswith(PNG_SIGNATURE), n
+
+
+def test_ye_shokri_knobs_shrink_the_grids_not_the_numbers():
+    ys = ye_shokri_figure_data(max_epochs=10, crossover_epochs=120)
+    assert all(c.steps[-1] == 10 for k in YS_PAPER for c in ys[k].curves.values())
+    assert all(c.steps[-1] == 120 for c in ys["crossover"].curves.values() if c.steps.size > 20)
+    assert ys["crossover"].params["settings"]["sample"]["crossover"] == 89
+    assert "crossover" not in ye_shokri_figure_data(max_epochs=5, crossover=False)
