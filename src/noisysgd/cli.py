@@ -62,6 +62,11 @@ _FLAGS = {
     "target_bound": "--target-bound",
     "l2": "--alpha",
     "loss": "--loss",
+    "checkpoint": "--checkpoint",
+    "checkpoint_every": "--checkpoint-every",
+    "resume": "--resume",
+    "secure_mode": "--secure-mode",
+    "random_state": "--seed",
 }
 
 _EPSILON_EXAMPLES = """\

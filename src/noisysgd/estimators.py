@@ -9,6 +9,16 @@ certificate in ``privacy_report_``.  The hidden-state analyses certify the
 *final model only*: nothing else of the training (iterates, losses) is
 exposed.
 
+Secure randomness (``secure_mode=True``): the noise, the batches and the
+start come from the operating system's CSPRNG and ``random_state`` must be
+None.  Checkpoints (``checkpoint=PATH``): ``fit`` writes the run's state
+every ``checkpoint_every`` epochs; if the file exists when ``fit`` starts,
+``fit`` resumes the run it holds (bit-identical to an uninterrupted fit with
+the same seed; refused, naming what differs, if it is not this run on this
+data), and the file is deleted once ``fit`` has finished.  **A checkpoint
+holds a hidden iterate, which the certificate assumes is never released:
+keep it as secret as the training data.**
+
 scikit-learn conventions: ``__init__`` only stores parameters; they are
 validated in ``fit``; fitted attributes end with ``_``; randomness comes from
 ``random_state``.  Some of scikit-learn's estimator checks do not fit a
@@ -26,6 +36,7 @@ public.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -133,6 +144,19 @@ class _NoisySGDBase(BaseEstimator):
         analysis = self.analysis
         if not (isinstance(analysis, str) or (isinstance(analysis, (list, tuple)) and analysis)):
             raise _param_error(self, "analysis", analysis, "'best' or a list of analysis names")
+        if not isinstance(self.secure_mode, bool):
+            raise _param_error(self, "secure_mode", self.secure_mode, "True or False")
+        if self.secure_mode and self.random_state is not None:
+            raise _param_error(
+                self, "random_state", self.random_state,
+                "None with secure_mode=True (every random draw then comes from the operating system's "
+                "CSPRNG; a seed would make the noise reproducible by whoever knows it)")
+        if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
+            raise _param_error(self, "checkpoint", self.checkpoint, "a file path or None")
+        p["checkpoint_every"] = _check_int(self, "checkpoint_every", self.checkpoint_every, optional=True)
+        if p["checkpoint_every"] is not None and self.checkpoint is None:
+            raise _param_error(self, "checkpoint_every", self.checkpoint_every,
+                               "None when checkpoint is None (there is no file to write)")
         return p
 
     def _fit(self, X, y, loss, *, target_bound=None):
@@ -147,7 +171,9 @@ class _NoisySGDBase(BaseEstimator):
             noise_multiplier=p["noise_multiplier"], learning_rate=p["learning_rate"], l2=p["alpha"],
             clip_norm=p["clip_norm"], diameter=p["diameter"], target_bound=target_bound,
             adjacency=p["adjacency"], initialization=p["initialization"], analyses=self.analysis,
-            random_state=self.random_state, dtype=np.dtype(p["dtype"]),
+            random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
+            checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
+            resume=self.checkpoint is not None, keep_checkpoint=False,
         )
         self.fit_ = fit
         self.noise_multiplier_ = fit.noise_multiplier
@@ -211,6 +237,23 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     initialization : {"fixed", "gaussian"}, default="fixed"
     dtype : {"float64", "float32"}, default="float64"
     random_state : int, numpy.random.Generator or None, default=None
+        Seeds the batches, the noise and the start (numpy generators).  Must
+        be None with ``secure_mode=True``.
+    secure_mode : bool, default=False
+        Draw the noise, the batches and the start from the operating
+        system's CSPRNG (``os.urandom``) instead of seeded numpy generators:
+        nobody can reproduce or predict the noise, not even with the code
+        and a seed.  Floating-point noise is still not exactly Gaussian
+        (Mironov 2012; Jin et al. 2022) and timing channels are not closed.
+    checkpoint : str, path-like or None, default=None
+        A file for the run's checkpoint.  If it exists when ``fit`` starts,
+        ``fit`` resumes the run it holds (exactly; refused with an error
+        naming what differs if the parameters or the data differ, or if it
+        holds a finished run of fewer epochs); it is deleted once ``fit``
+        has finished.  **It holds a hidden iterate, which the certificate
+        assumes is never released: keep it as secret as the training data.**
+    checkpoint_every : int or None, default=None
+        Epochs between checkpoints (None: every epoch).
 
     Attributes
     ----------
@@ -249,7 +292,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     def __init__(self, *, epsilon=1.0, delta=None, noise_multiplier=None, epochs=100, batch_size=256,
                  batching="cyclic", learning_rate="auto", alpha=0.01, feature_clip=1.0, clip_norm=None,
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
-                 initialization="fixed", dtype="float64", random_state=None):
+                 initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
+                 checkpoint=None, checkpoint_every=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -267,6 +311,9 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.initialization = initialization
         self.dtype = dtype
         self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -347,7 +394,8 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
     def __init__(self, *, epsilon=1.0, delta=None, noise_multiplier=None, epochs=100, batch_size=256,
                  batching="cyclic", learning_rate="auto", alpha=0.01, feature_clip=1.0, clip_norm=None,
                  diameter=None, loss="huber", huber_delta=1.0, target_bound=None, analysis="best",
-                 adjacency="replace", initialization="fixed", dtype="float64", random_state=None):
+                 adjacency="replace", initialization="fixed", dtype="float64", random_state=None,
+                 secure_mode=False, checkpoint=None, checkpoint_every=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -367,6 +415,9 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
         self.initialization = initialization
         self.dtype = dtype
         self.random_state = random_state
+        self.secure_mode = secure_mode
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""

@@ -9,18 +9,29 @@ The output directory (``--out``) receives, all at once or not at all:
 * ``metrics.json`` — noise, ε, steps, wall time, and the training accuracy or
   error, marked *not private* (they are computed on the training data and the
   certificate does not cover them).
+
+``--checkpoint PATH`` keeps the run's state in PATH (every
+``--checkpoint-every`` epochs, written atomically); after an interruption the
+same command with ``--resume`` continues the same run exactly (the noise is
+not calibrated again; a checkpoint of another run or other data is refused,
+naming what differs) and PATH is deleted once the outputs are written.  A
+checkpoint holds a hidden iterate, which the certificate assumes is never
+released: it is as secret as the data.  ``--secure-mode`` draws the noise,
+the batches and the start from the operating system's CSPRNG (no ``--seed``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import numpy as np
 
 from .estimators import classification_loss
-from .io import atomic_directory, check_output_dir, load_table, write_json
+from .io import atomic_directory, check_output_dir, check_output_file, load_table, write_json
 from .train import Huber, Squared
+from .train.checkpoint import delete_checkpoint
 from .trainer import fit_private
 
 __all__ = ["add_train_parser", "cmd_train"]
@@ -32,6 +43,14 @@ examples:
 
   # Huber regression on an NPZ file (arrays X and y) with a fixed noise multiplier, quietly
   noisysgd train data.npz --target y --task regression --noise-multiplier 5 --out fit/ --quiet
+
+  # a long run that may be interrupted: checkpoint every 5 epochs; run the same command with
+  # --resume after an interruption (the checkpoint is secret; it is deleted at the end)
+  noisysgd train data.csv --target label --epochs 500 --checkpoint run.ckpt --checkpoint-every 5 \
+      --resume --out model/
+
+  # noise, batches and start from the operating system's CSPRNG (no --seed)
+  noisysgd train data.csv --target label --secure-mode --out model/
 """
 
 
@@ -74,7 +93,21 @@ def add_train_parser(sub, parser_class, formatter) -> None:
     p.add_argument("--analysis", action="append", help="analyses to calibrate with (default: best)")
     p.add_argument("--adjacency", default="replace", choices=("replace", "add-remove"))
     p.add_argument("--initialization", default="fixed", choices=("fixed", "gaussian"))
-    p.add_argument("--seed", type=int, help="random seed (default: fresh entropy)")
+    p.add_argument("--seed", type=int, help="random seed (default: fresh entropy; not with --secure-mode)")
+    p.add_argument("--secure-mode", action="store_true",
+                   help="draw the noise, the batches and the start from the operating system's CSPRNG "
+                        "(os.urandom) instead of a seeded generator; floating-point noise is still not "
+                        "exactly Gaussian and timing is not hardened")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="keep the run's state in PATH (written atomically) so that --resume can continue "
+                        "it after an interruption; deleted once the outputs are written. SECRET: it holds "
+                        "a hidden iterate, which the certificate assumes is never released - keep it as "
+                        "secret as the training data")
+    p.add_argument("--checkpoint-every", type=int, metavar="EPOCHS",
+                   help="epochs between checkpoints (default 1)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run held in --checkpoint (exactly, without calibrating again; "
+                        "refused if it is another run or other data); start it if there is no file yet")
     p.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
@@ -153,8 +186,32 @@ def _learning_rate(text):
         raise ValueError(f"learning_rate must be 'auto' or a positive number. Found {text!r}.") from None
 
 
+def _check_flags(args) -> None:
+    """The checkpoint and secure-mode flags, before anything is read."""
+    if args.secure_mode and args.seed is not None:
+        raise ValueError(
+            "--seed cannot be combined with --secure-mode: the noise, the batches and the start then come "
+            "from the operating system's CSPRNG, and a seed would make them reproducible by whoever knows it."
+        )
+    if args.checkpoint is None:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint PATH (the checkpoint of the run to continue).")
+        if args.checkpoint_every is not None:
+            raise ValueError("--checkpoint-every needs --checkpoint PATH.")
+        return
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be a whole number of epochs >= 1. Found {args.checkpoint_every}.")
+    check_output_file(args.checkpoint, "checkpoint")
+    if os.path.exists(args.checkpoint) and not args.resume:
+        raise ValueError(
+            f"--checkpoint: {args.checkpoint!r} already exists (a run in progress, or a finished one that "
+            "was kept): add --resume to continue the run it holds, or delete it to start a new run."
+        )
+
+
 def cmd_train(args) -> int:
     out = check_output_dir(args.out)  # before reading or computing anything
+    _check_flags(args)
     table = load_table(args.data, target=args.target)
     loss, y, classes = _loss(args, table.y)
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
@@ -172,7 +229,9 @@ def cmd_train(args) -> int:
         clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
         adjacency=args.adjacency, initialization=args.initialization,
         analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
-        progress=_Progress(args.quiet),
+        progress=_Progress(args.quiet), secure_mode=args.secure_mode, checkpoint=args.checkpoint,
+        checkpoint_every=args.checkpoint_every, resume=args.resume,
+        keep_checkpoint=True,  # until the outputs are written; deleted below
     )
     seconds = time.perf_counter() - start
     result = fit.result
@@ -210,6 +269,8 @@ def cmd_train(args) -> int:
         "epochs": fit.run.epochs,
         "n": n,
         "wall_seconds": seconds,
+        "secure_mode": args.secure_mode,
+        "checkpoint": result.enforced.get("checkpoint"),
         "not_private": {
             **quality,
             "note": ("computed on the training data: not covered by the certificate; do not publish "
@@ -220,17 +281,27 @@ def cmd_train(args) -> int:
         write_json(tmp / "model.json", model)
         write_json(tmp / "certificate.json", fit.certificate)
         write_json(tmp / "metrics.json", metrics)
+    if args.checkpoint is not None:  # the outputs are on disk: the secret state goes
+        delete_checkpoint(args.checkpoint)
     if args.json:
         import json
 
         print(json.dumps({**metrics, "out": str(out)}, indent=2, allow_nan=False))
         return 0
     print(f"trained on {n} examples from {table.path} ({args.task}, {loss!r}), {result.steps} steps")
+    ledger = result.enforced.get("checkpoint")
+    if ledger and ledger["resumed_at_step"] is not None:
+        print(f"resumed from the checkpoint at step {ledger['resumed_at_step']} (sessions: "
+              + ", ".join(f"{a}-{b}" for a, b in ledger["sessions"]) + "); the noise was not calibrated again")
     print(f"privacy: {fit.certificate['certificate']['guarantee']}")
     print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
+    if args.secure_mode:
+        print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
     name, value = next(iter(quality.items()))
     print(f"{name.replace('_', ' ')} = {value:.4f} (on the training data; not private)")
     print(f"wrote {out}/model.json, certificate.json, metrics.json")
+    if args.checkpoint is not None:
+        print(f"deleted the checkpoint {args.checkpoint} (it held secret training state)")
     return 0
 
 

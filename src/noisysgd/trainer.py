@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ from . import __version__
 from .accountant import Calibration, EpsilonReport, calibrate, epsilon
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer, _real
 from .train import Loss, TrainResult, train
+from .train import checkpoint as _ckpt
+from .train.engine import _check_secure_mode
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta"]
 
@@ -99,6 +102,11 @@ def fit_private(
     dtype=np.float64,
     record: bool = False,
     progress=None,
+    secure_mode: bool = False,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    keep_checkpoint: bool = False,
 ) -> PrivateFit:
     """Calibrate, train and certify Noisy-SGD on (``X``, ``y``) with ``loss``.
 
@@ -112,6 +120,16 @@ def fit_private(
     :class:`~noisysgd.Run` and :func:`noisysgd.train.train`; ``progress``,
     if given, is called as ``progress(step, total_steps)`` after every step
     (it sees no iterate).
+
+    ``secure_mode``, ``checkpoint``, ``checkpoint_every``, ``resume`` and
+    ``keep_checkpoint`` are :func:`noisysgd.train.train`'s.  The checkpoint
+    also records the target ε, δ, the analyses asked for and the calibrated
+    noise multiplier; resuming takes that noise multiplier instead of
+    calibrating again (the resumed certificate is the original one, with the
+    same calibration record), and refuses a checkpoint of another run, target
+    or data set.  **A checkpoint holds a hidden iterate: keep it as secret as
+    the training data and delete it after training** (done here unless
+    ``keep_checkpoint``).
 
     Everything is validated before anything is computed.
 
@@ -160,6 +178,7 @@ def fit_private(
     d = _real("delta", d)
     if not 0.0 < d < 1.0:
         raise ValueError(f"delta must be in (0, 1). Found {delta!r}.")
+    _check_secure_mode(secure_mode, random_state)  # before calibrating
     constants = loss.constants(feature_clip=R, clip_norm=clip_norm, diameter=diameter,
                                target_bound=target_bound)
     if lam > 0 and not constants.convex:
@@ -182,8 +201,30 @@ def fit_private(
             "permits releasing some examples outright; use delta well below 1/n",
             DeltaWarning, stacklevel=3,
         )
+    context = {
+        "fit": "noisysgd.fit_private",
+        "epsilon_target": target,
+        "delta": d,
+        "noise_multiplier_given": z,
+        "analyses": _requested(analyses),
+    }
+    recorded = _checkpoint_to_resume(checkpoint, resume, run, context)
     calibration = None
-    if z is None:
+    if recorded is not None and z is None:  # resumed: the noise the run was calibrated with, never anew
+        cal = recorded["calibration"]
+        run = run.replace(noise_multiplier=cal["noise_multiplier"])
+        report = epsilon(run, delta=d, analyses=analyses)
+        if report.best is None or report.epsilon > target:
+            raise _ckpt.CheckpointError(
+                f"checkpoint {str(checkpoint)!r} was calibrated to noise multiplier "
+                f"{cal['noise_multiplier']!r} for epsilon = {target:g}, but this version's accountant "
+                f"gives epsilon = {report.epsilon!r} for it: the resumed run would not meet its target. "
+                "Start a new run."
+            )
+        calibration = Calibration(cal["noise_multiplier"], target, d, report, cal["rel_tol"],
+                                  cal["evaluations"])
+        z = calibration.noise_multiplier
+    elif z is None:
         calibration = calibrate(run, epsilon=target, delta=d, analyses=analyses)
         z, report = calibration.noise_multiplier, calibration.report
         run = run.replace(noise_multiplier=z)
@@ -191,6 +232,9 @@ def fit_private(
         report = epsilon(run, delta=d, analyses=analyses)
         if report.best is None:
             raise ValueError("no sound analysis applies to this run; see noisysgd.epsilon(...).results")
+    context["calibration"] = None if calibration is None else {
+        "noise_multiplier": calibration.noise_multiplier, "rel_tol": calibration.rel_tol,
+        "evaluations": calibration.evaluations}
     certificate = report.certificate()
     rests_on = certificate["certificate"]["rests_on"]
     callback = None
@@ -202,7 +246,9 @@ def fit_private(
 
     result = train(run, loss, X, y, feature_clip=R, target_bound=target_bound,
                    random_state=random_state, dtype=dtype, analyses=rests_on, record=record,
-                   callback=callback)
+                   callback=callback, secure_mode=secure_mode, checkpoint=checkpoint,
+                   checkpoint_every=checkpoint_every, resume=resume, keep_checkpoint=keep_checkpoint,
+                   checkpoint_context=context if checkpoint is not None else None)
     certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
     certificate["certificate"]["data"] = {"n": n, "n_features": int(np.shape(X)[1])}
     certificate["noisysgd_version"] = __version__
@@ -211,6 +257,41 @@ def fit_private(
                                       "rel_tol": calibration.rel_tol,
                                       "evaluations": calibration.evaluations}
     return PrivateFit(result, report, z, calibration, certificate)
+
+
+def _requested(analyses):
+    """The analyses asked for, JSON-ready (validated by the accountant)."""
+    if analyses is None or isinstance(analyses, str):
+        return analyses
+    try:
+        return [str(a) for a in analyses]
+    except TypeError:
+        return repr(analyses)
+
+
+def _checkpoint_to_resume(checkpoint, resume, run: Run, context: dict) -> dict | None:
+    """The recorded context of the checkpoint a resumed fit continues (None: nothing
+    to resume), after checking that it is of this run (up to the noise multiplier,
+    which it supplies) and this target; the full check, data included, is train's."""
+    if not isinstance(checkpoint, (str, os.PathLike)) or not os.path.isfile(checkpoint):
+        return None  # a new run (train validates the path and the options)
+    if resume is not True:
+        raise _ckpt.exists_error(checkpoint)  # before calibrating
+    h = _ckpt.read_checkpoint(checkpoint).header
+    description = h.get("description", {})
+    recorded = dict(description.get("context") or {})
+    rec_run = {k: v for k, v in description.get("run", {}).items() if k != "noise_multiplier"}
+    now_run = {k: v for k, v in _ckpt.plain(run.to_dict()).items() if k != "noise_multiplier"}
+    diffs = _ckpt.describe_differences(rec_run, now_run, "run")
+    diffs += _ckpt.describe_differences({k: v for k, v in recorded.items() if k != "calibration"},
+                                        _ckpt.plain(context), "context")
+    if diffs:
+        progress = h.get("progress", {})
+        raise _ckpt.mismatch_error(checkpoint, diffs, finished=bool(progress.get("finished")),
+                                   steps=rec_run.get("steps"), steps_now=run.steps)
+    if context["noise_multiplier_given"] is None and not isinstance(recorded.get("calibration"), dict):
+        raise _ckpt.CheckpointError(f"checkpoint {str(checkpoint)!r} records no calibration to resume with.")
+    return recorded
 
 
 def _plain(value):

@@ -22,16 +22,26 @@ Randomness: ``random_state`` seeds one root generator, split
 and the initialization.  So :func:`sgd` (no noise) with the same
 ``random_state`` sees the same batches as :func:`train`.
 
+Secure mode (``secure_mode=True``): every random draw — noise, batches and
+start — comes from the operating system's CSPRNG (:mod:`.secure`), and
+``random_state`` must be None.  Checkpoints (``checkpoint=PATH``): the run
+can be stopped and resumed exactly, without ever losing or double-counting
+the privacy spent (:mod:`.checkpoint`); a checkpoint holds a hidden
+iterate and must be kept as secret as the training data.
+
 What is released.  The hidden-state analyses cover ``coef`` only.  The
-``callback`` sees every hidden iterate and ``history`` (``record=True``) is
-the training objective computed on the data: neither is covered by any
-certificate; use them for diagnostics, not for publication.
+``callback`` sees every hidden iterate, ``history`` (``record=True``) is
+the training objective computed on the data, and a checkpoint file holds a
+hidden iterate and the generator states: none is covered by any
+certificate; use them for diagnostics and recovery, never for publication.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -40,11 +50,13 @@ import numpy as np
 
 from ..analyses import get_analysis
 from ..run import Run
-from .batching import run_batches
+from . import checkpoint as _ckpt
+from .batching import BatchStream, generator_from_state, run_batches
 from .leaks import check_declared_constants
 from .losses import Loss, LossConstants, _augment, _features, _float_dtype, _positive, _row_norms
+from .secure import SecureRandom
 
-__all__ = ["TrainResult", "RNGStreams", "rng_streams", "train", "sgd", "noisy_sgd_core"]
+__all__ = ["TrainResult", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core"]
 
 
 
@@ -58,6 +70,18 @@ def _random_state(random_state):
         "random_state must be None, a non-negative integer or a numpy.random.Generator. "
         f"Found {random_state!r}."
     )
+
+
+def _check_secure_mode(secure_mode, random_state) -> None:
+    """secure_mode is a bool, and excludes a seed."""
+    if not isinstance(secure_mode, bool):
+        raise ValueError(f"secure_mode must be True or False. Found {secure_mode!r}.")
+    if secure_mode and random_state is not None:
+        raise ValueError(
+            "random_state must be None with secure_mode=True: every random draw (noise, batches, start) "
+            "then comes from the operating system's CSPRNG, and a seed would make them reproducible by "
+            f"whoever knows it. Found {random_state!r}."
+        )
 
 
 class RNGStreams(NamedTuple):
@@ -84,6 +108,12 @@ def rng_streams(random_state=None) -> RNGStreams:
     return RNGStreams(*children)
 
 
+def secure_streams() -> RNGStreams:
+    """The three streams of ``secure_mode``: each a :class:`~noisysgd.train.secure.SecureRandom`
+    drawing from the operating system's CSPRNG (no seed, no state)."""
+    return RNGStreams(SecureRandom(), SecureRandom(), SecureRandom())
+
+
 @dataclass(frozen=True, eq=False)
 class TrainResult:
     """The outcome of :func:`train` or :func:`sgd`.
@@ -101,7 +131,10 @@ class TrainResult:
     enforced : dict
         What the trainer enforced: clip norm, feature clip, λ, projection
         radius, initialization, batching, denominator b, noise std, dtype,
-        the loss constants and their derivation, the analyses checked.
+        the loss constants and their derivation, the analyses checked,
+        ``secure_mode``, and with a checkpoint the ledger of the sessions
+        that ran the steps (``checkpoint``: ``sessions`` [[from, to], …],
+        ``resumed_at_step``).
     run : Run
         The run that drove the trainer.
     loss : Loss
@@ -148,6 +181,10 @@ def noisy_sgd_core(
     noise_rng: np.random.Generator | None = None,
     callback: Callable | None = None,
     record_every: int | None = None,
+    start_step: int = 0,
+    history: list | None = None,
+    save: Callable | None = None,
+    save_every: int | None = None,
 ) -> tuple[np.ndarray, int, list]:
     """The step loop, without validation (use :func:`train` or :func:`sgd`).
 
@@ -159,7 +196,14 @@ def noisy_sgd_core(
     when None).  Arrays must already be in one float dtype (that of ``Xbar``).
 
     Returns (W, steps run, history); ``callback(step, W)`` after every step
-    (W is the live iterate: do not modify it).
+    (W is the live iterate: do not modify it).  ``noise_rng`` may be a
+    :class:`~noisysgd.train.secure.SecureRandom`.
+
+    Continuing a run: ``start_step`` steps were already taken (``init`` is
+    the iterate after them, ``batches`` and ``step_sizes`` start at the next
+    step, steps are numbered from ``start_step + 1``, and ``history`` holds
+    the records so far).  ``save(step, W, history)`` is called after every
+    ``save_every``-th step (after its record), for checkpoints.
     """
     dt = Xbar.dtype
     W = np.array(init, dtype=dt, copy=True)
@@ -170,10 +214,10 @@ def noisy_sgd_core(
     if noise is not None and noise_rng is None:
         raise ValueError("noise_rng must be a numpy.random.Generator when noise_std > 0. Found None.")
     r2 = None if radius is None else float(radius) ** 2
-    history = []
+    history = [] if history is None else history
     etas = [float(e) for e in np.asarray(step_sizes, dtype=float)]
-    t = 0
-    for t, (batch, eta) in enumerate(zip(batches, etas), start=1):
+    t = start_step
+    for t, (batch, eta) in enumerate(zip(batches, etas), start=start_step + 1):
         Xb = Xbar[batch]
         S = Xb @ W
         if thresholds is None:
@@ -198,7 +242,9 @@ def noisy_sgd_core(
             callback(t, W)
         if record_every and t % record_every == 0:
             history.append(_record(loss, W, Xbar, Y, l2, t, record_every))
-    if record_every and t % record_every != 0:
+        if save_every and t % save_every == 0:
+            save(t, W, history)
+    if record_every and t % record_every != 0 and t > start_step:
         history.append(_record(loss, W, Xbar, Y, l2, t, record_every))
     return W, t, history
 
@@ -225,9 +271,11 @@ class _Prepared:
     callback: Callable | None
     row_norms: np.ndarray
     raw_y: np.ndarray
+    secure_mode: bool = False
 
 
-def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback):
+def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
+             secure_mode=False):
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
     if not isinstance(loss, Loss):
@@ -247,6 +295,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None. Found {callback!r}.")
     random_state = _random_state(random_state)  # the streams are split only once every check passed
+    _check_secure_mode(secure_mode, random_state)
     shape = loss.param_shape(X.shape[1])
     radius = None if run.diameter is None else run.diameter / 2.0
     if run.initialization == "gaussian":
@@ -282,7 +331,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
                 )
         init = W0
     row_norms = _row_norms(X)
-    return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y)
+    return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y, secure_mode)
 
 
 def _check_constants(run: Run, loss: Loss, constants: LossConstants) -> None:
@@ -384,6 +433,54 @@ def _step_description(run: Run) -> str:
     return f"constant η = {run.learning_rate:g}"
 
 
+def _checkpoint_options(run: Run, checkpoint, checkpoint_every, resume, keep_checkpoint):
+    """(path or None, steps between checkpoints, resume, keep), validated."""
+    for name, value in (("resume", resume), ("keep_checkpoint", keep_checkpoint)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False. Found {value!r}.")
+    if checkpoint is None:
+        if checkpoint_every is not None:
+            raise ValueError(f"checkpoint_every needs a checkpoint path. Found checkpoint=None, "
+                             f"checkpoint_every={checkpoint_every!r}.")
+        if resume:
+            raise ValueError("resume needs a checkpoint path to resume from. Found checkpoint=None.")
+        return None, None, False, False
+    from ..io import check_output_file
+
+    if not isinstance(checkpoint, (str, os.PathLike)) or not str(checkpoint):
+        raise ValueError(f"checkpoint must be a file path. Found {checkpoint!r}.")
+    path = check_output_file(checkpoint, "checkpoint")
+    every = 1 if checkpoint_every is None else checkpoint_every
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+        raise ValueError(f"checkpoint_every must be a whole number of epochs >= 1. Found {checkpoint_every!r}.")
+    return path, int(every) * run.steps_per_epoch, resume, keep_checkpoint
+
+
+def _init_description(p: _Prepared):
+    if p.run.initialization == "gaussian":
+        return "gaussian"
+    if p.init is None:
+        return "zeros"
+    W0 = np.ascontiguousarray(p.init, dtype=np.float64)
+    return {"array_sha256": hashlib.sha256(memoryview(W0).cast("B")).hexdigest(), "shape": list(W0.shape)}
+
+
+def _description(p: _Prepared, checked, context) -> dict:
+    """Everything given to :func:`train` that changes the algorithm (what a checkpoint must match)."""
+    return {
+        "algorithm": "noisysgd.train.train",
+        "run": p.run.to_dict(),
+        "loss": repr(p.loss),
+        "feature_clip": p.feature_clip,
+        "target_bound": p.target_bound,
+        "dtype": p.dtype.name,
+        "init": _init_description(p),
+        "analyses": list(checked),
+        "secure_mode": p.secure_mode,
+        "context": context,
+    }
+
+
 # --------------------------------------------------------------------------- public
 
 
@@ -401,6 +498,12 @@ def train(
     callback: Callable | None = None,
     analyses=None,
     record: bool = False,
+    secure_mode: bool = False,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    keep_checkpoint: bool = False,
+    checkpoint_context: dict | None = None,
 ) -> TrainResult:
     """Train with the Noisy-SGD that ``run`` describes (module docstring).
 
@@ -431,6 +534,8 @@ def train(
         ``run.sigma("ye-shokri")`` (what ``chourasia`` assumes; needs λ > 0
         and a constant step size), and ``init`` must be None.
     random_state : None, int or numpy.random.Generator
+        Seeds the batch, noise and start streams (:func:`rng_streams`).
+        Must be None with ``secure_mode``.
     dtype : float32 or float64
         Precision of the data, parameters and noise.
     callback : callable, optional
@@ -440,7 +545,54 @@ def train(
         to ``run`` (``why_not`` is None) and be sound, else ``ValueError``.
     record : bool
         Record the training objective after every epoch (``history``; not
-        private, costs one pass over the data per epoch).
+        private, costs one pass over the data per epoch).  A resumed run
+        keeps the records its checkpoint holds.
+    secure_mode : bool
+        Draw the noise, the batches and the start from the operating
+        system's CSPRNG (:class:`~noisysgd.train.secure.SecureRandom`:
+        ``os.urandom`` bytes, normals by the inverse normal CDF) instead of
+        numpy's seeded generators.  ``random_state`` must then be None: a
+        seed would make the noise reproducible by whoever knows it, and the
+        batches too (amplification by sampling, and the hidden-state
+        analyses, assume the adversary cannot predict them).  This closes
+        the attacks that predict or replay the noise; floating-point noise
+        is still not exactly Gaussian (Mironov 2012; Jin et al. 2022) and no
+        timing channel is closed.
+    checkpoint : str or path, optional
+        A file to keep the run's checkpoint in (:mod:`.checkpoint`): written
+        atomically every ``checkpoint_every`` epochs (and at step 0), and
+        deleted when the run has finished unless ``keep_checkpoint``.  **It
+        holds a hidden iterate — which the certificate assumes is never
+        released — the generator states and a keyed fingerprint of the
+        data: keep it as secret as the training data, and delete it after
+        training.**  A file that already exists is refused unless ``resume``.
+        A run stopped by an error or a signal leaves its last checkpoint
+        (to resume from); delete it if the run is abandoned.
+    checkpoint_every : int, optional
+        Epochs between checkpoints (default 1; with ``batching="full"`` an
+        epoch is one step, and each checkpoint costs a write and an
+        ``fsync``).  Not part of the run: a resumed run may use another value.
+    resume : bool
+        Continue the run the checkpoint holds (start a new one if there is
+        no file yet).  The checkpoint must be of exactly this run — the same
+        ``run``, loss, feature clip, target bound, dtype, start, analyses,
+        ``secure_mode`` and ``checkpoint_context`` — and of the same data
+        (its keyed fingerprint), else :class:`~.checkpoint.CheckpointError`
+        names what differs; an int ``random_state`` must be the recorded
+        one (None is accepted: the generators continue from the recorded
+        states).  The result is bit-identical to the uninterrupted run with
+        the same seed; in secure mode the steps after the resume draw fresh
+        noise and batches (cyclic keeps its one order), so the result has
+        the law of the uninterrupted run.  A finished run's checkpoint
+        gives back its final model and cannot be continued into more steps.
+    keep_checkpoint : bool
+        Keep the checkpoint of the finished run (rewritten at the end)
+        instead of deleting it: for a caller that deletes it itself once it
+        has stored the result (``noisysgd train`` does).
+    checkpoint_context : dict, optional
+        JSON-ready facts about how the run was chosen (``fit_private``: the
+        target ε, δ and the calibration), recorded in the checkpoint and
+        required to match on resume.
 
     Returns
     -------
@@ -450,9 +602,11 @@ def train(
     ------
     ValueError
         Bad input (the message names the argument), a loss that contradicts
-        the run's declared constants (convexity, smoothness ≥ M + λ), or an
-        analysis that does not apply.  Nothing is computed before every
-        check has passed.
+        the run's declared constants (convexity, smoothness ≥ M + λ), an
+        analysis that does not apply, or a checkpoint that exists without
+        ``resume`` or is not of this run and data
+        (:class:`~.checkpoint.CheckpointError`).  Nothing is computed before
+        every check has passed.
 
     Examples
     --------
@@ -472,22 +626,36 @@ def train(
     True
     """
     p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
-                 random_state=random_state, dtype=dtype, callback=callback)
+                 random_state=random_state, dtype=dtype, callback=callback, secure_mode=secure_mode)
     constants = loss.constants(feature_clip=p.feature_clip, clip_norm=run.lipschitz,
                                diameter=run.diameter, target_bound=p.target_bound)
     _check_constants(run, loss, constants)
     checked = _check_analyses(run, analyses)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False. Found {record!r}.")
+    path, every, resume, keep = _checkpoint_options(run, checkpoint, checkpoint_every, resume,
+                                                    keep_checkpoint)
+    if checkpoint_context is not None and not isinstance(checkpoint_context, dict):
+        raise ValueError(f"checkpoint_context must be a dict or None. Found {checkpoint_context!r}.")
+    ledger = None
+    if path is not None:
+        try:
+            context = _ckpt.plain(checkpoint_context or {})
+        except (TypeError, ValueError):
+            raise ValueError("checkpoint_context must be JSON-ready (numbers, strings, lists, dicts). "
+                             f"Found {checkpoint_context!r}.") from None
+        ledger = _ckpt.Ledger.open(path, resume=resume, description=_description(p, checked, context),
+                                   X=p.X, Y=p.Y, random_state=p.random_state, every_steps=every, keep=keep)
     # every check passed: warn, then compute
     check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
                              target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
-    return _execute(p, noise_std=noise_std, clip_norm=run.lipschitz, record=record, extra={
+    return _execute(p, noise_std=noise_std, clip_norm=run.lipschitz, record=record, ledger=ledger, extra={
         "constants": constants.to_dict(),
         "derivation": constants.derivation,
         "analyses_checked": list(checked),
         "noise_multiplier": run.noise_multiplier,
+        "secure_mode": p.secure_mode,
     })
 
 
@@ -532,29 +700,58 @@ def sgd(
                     extra={"private": False})
 
 
-def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra) -> TrainResult:
+def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
     Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y
     shape = loss.param_shape(p.X.shape[1])
-    streams = rng_streams(p.random_state)
-    W0, init_kind = _initial(p, shape, streams.init)
+    resumed = None if ledger is None else ledger.resumed
+    if resumed is None:
+        streams = secure_streams() if p.secure_mode else rng_streams(p.random_state)
+        W0, init_kind = _initial(p, shape, streams.init)
+        batch_stream, noise_rng, start, history = run_batches(run, streams.batches), streams.noise, 0, []
+    else:  # the run the checkpoint holds, from where it stopped
+        W0, init_kind, start, history = resumed.W.astype(dt), resumed.init_kind, resumed.step, resumed.history
+        if p.secure_mode:  # fresh draws from the OS for the steps to come (cyclic keeps its order)
+            noise_rng = SecureRandom()
+            batch_stream = BatchStream.from_state(resumed.batch_meta, resumed.batch_arrays, SecureRandom())
+        else:
+            noise_rng = generator_from_state(resumed.noise_state)
+            batch_stream = BatchStream.from_state(resumed.batch_meta, resumed.batch_arrays, None)
     thresholds = None if clip_norm is None else _thresholds(clip_norm, norms, dt)
     radius = _safe_radius(run, dt)
+
+    def save(t, W, hist):  # a checkpoint after step t (atomic; see .checkpoint)
+        ledger.save(t, W, batch_stream, noise_rng, hist, init_kind)
+
+    if ledger is not None and resumed is None:
+        save(0, np.asarray(W0, dtype=dt), history)  # the start, the generators' states, the path claimed
     W, steps, history = noisy_sgd_core(
         loss, Xbar, Y,
-        batches=run_batches(run, streams.batches),
-        step_sizes=run.step_sizes(),
+        batches=batch_stream,
+        step_sizes=run.step_sizes(start),
         denominator=run.batch_size,
         init=W0,
         l2=run.strong_convexity,
         thresholds=thresholds,
         noise_std=noise_std,
         radius=radius,
-        noise_rng=streams.noise,
+        noise_rng=noise_rng,
         callback=p.callback,
         record_every=run.steps_per_epoch if record else None,
+        start_step=start,
+        history=history,
+        save=None if ledger is None else save,
+        save_every=None if ledger is None else ledger.every_steps,
     )
+    if ledger is not None:
+        if ledger.keep:
+            if steps > start and steps % ledger.every_steps != 0:
+                save(steps, W, history)  # the finished run, for a caller that deletes it itself
+        else:
+            ledger.sessions[-1][1] = steps
+            _ckpt.delete_checkpoint(ledger.path)
+        extra = {**extra, "checkpoint": ledger.summary()}
     enforced = {
         "loss": repr(loss),
         "clip_norm": clip_norm,

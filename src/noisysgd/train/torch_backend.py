@@ -355,6 +355,7 @@ def train_torch(
         "derivation": constants.derivation,
         "analyses_checked": list(checked),
         "noise_multiplier": run.noise_multiplier,
+        "secure_mode": False,
     })
 
 
