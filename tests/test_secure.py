@@ -54,10 +54,9 @@ def test_standard_normal_has_the_normal_law():
     assert abs(z.var() - 1) < 6 * math.sqrt(2 / N)
     assert abs(stats.skew(z)) < 6 * math.sqrt(6 / N)
     assert abs(stats.kurtosis(z)) < 6 * math.sqrt(24 / N)
-    # tails: P(|z| > 4) = 6.3e-5, Poisson counts; and the documented truncation at Φ⁻¹(2⁻⁵³)
+    # tails: P(|z| > 4) = 6.3e-5, Poisson counts
     expected = N * 2 * special.ndtr(-4.0)
     assert abs(np.sum(np.abs(z) > 4) - expected) < 6 * math.sqrt(expected)
-    assert np.max(np.abs(z)) <= -special.ndtri(2.0**-53)
     # symmetric, and no dependence between consecutive draws
     assert abs(np.mean(z > 0) - 0.5) < 6 * 0.5 / math.sqrt(N)
     assert abs(np.corrcoef(z[1:], z[:-1])[0, 1]) < 6 / math.sqrt(N)
@@ -343,3 +342,20 @@ def test_a_resumed_secure_run_has_the_law_of_an_uninterrupted_one(tmp_path, monk
     # the variance of the 8 steps lost, or of 8 steps counted twice, would be caught
     var_lost = (2.5 * 0.7 / 4) ** 2 * np.sum((eta**2 * shrink**2)[8:])
     assert stats.chi2.cdf(chi2 * var / var_lost, d) < LEVEL or stats.chi2.sf(chi2 * var / var_lost, d) < LEVEL
+
+
+def test_normal_tails_reach_far_beyond_the_53_bit_grid(monkeypatch):
+    """The extreme cells are refined with 53 more bits: the smallest and largest
+    words give |z| ≈ 11.9 = −Φ⁻¹(2⁻¹⁰⁷) (not Φ⁻¹(2⁻⁵⁴) ≈ 8.3), symmetrically, and cells next to
+    the tails keep their centres."""
+    rng = SecureRandom()
+    feed = iter([
+        np.array([0, (2**53 - 1) << 11, 5 << 11, 2**63], dtype=np.uint64),  # k = 0, max, 5, 2^52
+        np.array([0, 0, 7 << 11], dtype=np.uint64),  # j for the three tail draws
+    ])
+    monkeypatch.setattr(rng, "_raw", lambda k: next(feed))
+    z = rng.standard_normal(4)
+    assert z[0] == pytest.approx(special.ndtri(0.5 * 2.0**-106), rel=1e-12) and z[0] < -11.8
+    assert z[1] == pytest.approx(-z[0], rel=1e-12)
+    assert z[2] == pytest.approx(special.ndtri((5 + 7.5 * 2.0**-53) * 2.0**-53), rel=1e-12)
+    assert z[3] == pytest.approx(special.ndtri((2**52 + 0.5) * 2.0**-53), abs=1e-15)
