@@ -351,7 +351,7 @@ def test_normal_tails_reach_far_beyond_the_53_bit_grid(monkeypatch):
     rng = SecureRandom()
     feed = iter([
         np.array([0, (2**53 - 1) << 11, 5 << 11, 2**63], dtype=np.uint64),  # k = 0, max, 5, 2^52
-        np.array([0, 0, 7 << 11], dtype=np.uint64),  # j for the three tail draws
+        np.array([0, (2**53 - 1) << 11, 7 << 11], dtype=np.uint64),  # j for the three tail draws
     ])
     monkeypatch.setattr(rng, "_raw", lambda k: next(feed))
     z = rng.standard_normal(4)
