@@ -359,3 +359,9 @@ def test_normal_tails_reach_far_beyond_the_53_bit_grid(monkeypatch):
     assert z[1] == pytest.approx(-z[0], rel=1e-12)
     assert z[2] == pytest.approx(special.ndtri((5 + 7.5 * 2.0**-53) * 2.0**-53), rel=1e-12)
     assert z[3] == pytest.approx(special.ndtri((2**52 + 0.5) * 2.0**-53), abs=1e-15)
+    # every extreme combination of words gives a finite draw (1 − f computed in floats gave inf)
+    for k in (0, 2**53 - 1):
+        for j in (0, 1, 2**52, 2**53 - 2, 2**53 - 1):
+            feed = iter([np.array([k << 11], dtype=np.uint64), np.array([j << 11], dtype=np.uint64)])
+            monkeypatch.setattr(rng, "_raw", lambda n: next(feed))
+            assert np.isfinite(rng.standard_normal(1)).all()

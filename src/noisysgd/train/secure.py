@@ -172,10 +172,14 @@ class SecureRandom:
         special.ndtri(u, out=u)
         tail = np.flatnonzero((k < _TAIL_CELLS) | (k >= _CELLS - _TAIL_CELLS))
         if tail.size:  # refine within the cell: the normal's tails beyond ±8.3
-            f = ((self._raw(tail.size) >> _SHIFT).astype(np.float64) + 0.5) * _TWO_M53
+            j = self._raw(tail.size) >> _SHIFT  # the position in the cell, 53 bits
             low = k[tail] < _TAIL_CELLS
+            # f and 1 − f each from its own exact integer (computing 1 − f in floats
+            # could round to 0 and give an infinite draw)
+            f = (j.astype(np.float64) + 0.5) * _TWO_M53
+            g = ((_CELLS - 1 - j).astype(np.float64) + 0.5) * _TWO_M53  # = 1 − f, in (0, 1]
             lower = (k[tail].astype(np.float64) + f) * _TWO_M53  # u in the lower tail
-            upper = ((_CELLS - 1 - k[tail]).astype(np.float64) + (1.0 - f)) * _TWO_M53  # 1 − u
+            upper = ((_CELLS - 1 - k[tail]).astype(np.float64) + g) * _TWO_M53  # 1 − u
             u[tail] = np.where(low, special.ndtri(lower), -special.ndtri(upper))
         if out is not None:
             out[...] = u.reshape(shape)  # rounds to nearest in float32
