@@ -67,6 +67,10 @@ _FLAGS = {
     "resume": "--resume",
     "secure_mode": "--secure-mode",
     "random_state": "--seed",
+    "runs": "--runs",
+    "calibration_runs": "--calibration-runs",
+    "threshold": "--threshold",
+    "confidence": "--confidence",
 }
 
 _EPSILON_EXAMPLES = """\
@@ -249,10 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rel-tol", type=float, default=1e-4, help="relative tolerance on z (default 1e-4)")
     _add_accounting_flags(c)
     c.set_defaults(handler=_cmd_calibrate)
+    from .audit.cli import add_audit_parser
     from .demo import add_demo_parser
     from .train_cli import add_train_parser
 
     add_demo_parser(sub, argparse.RawDescriptionHelpFormatter)
+    add_audit_parser(sub, argparse.RawDescriptionHelpFormatter)
     add_train_parser(sub, _Parser, argparse.RawDescriptionHelpFormatter)
     pl = sub.add_parser(
         "plan",
