@@ -17,7 +17,6 @@ import statistics
 import time
 import warnings
 
-import numpy as np
 
 ORDERS = [1 + x / 10 for x in range(1, 51)] + list(range(7, 57))  # 100 orders, as Opacus' style
 

@@ -12,7 +12,7 @@ from scipy.stats import norm
 
 import noisysgd
 from noisysgd import Run
-from noisysgd.analyses import ANALYSES, get_analysis
+from noisysgd.analyses import get_analysis
 from noisysgd.rdp import OrderGridWarning
 
 INT_ORDERS = list(range(2, 65)) + [80, 128, 256, 512]

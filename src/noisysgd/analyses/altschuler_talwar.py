@@ -617,7 +617,7 @@ class AltschulerTalwar(RDPAnalysis):
             raise ValueError(f"run does not satisfy the assumptions of {self.name}: {reason}")
         alpha = validate_orders(orders)
         g = self._regime(run)
-        sigma, eta, D = g["sigma"], run.learning_rate, run.diameter
+        sigma, eta = g["sigma"], run.learning_rate
         per_order: dict[str, np.ndarray] = {}
         curve = np.full(alpha.shape, np.inf)
         if "composition" in g and "q" not in g:

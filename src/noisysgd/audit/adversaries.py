@@ -456,7 +456,7 @@ def audit_canary(
     trainer = _trainer_run(run, trainer_run)
     data = digits_canary(n=run.n, feature_clip=feature_clip, label=label, pair=pair)
     loss = BinaryLogistic()
-    cx, cy = data["canary_x"][None, :], np.array([data["canary_y"]])
+    cx = data["canary_x"][None, :]
 
     def fit(which, R, rng):
         X, y = (data["X"], data["y"]) if which == "D" else (data["X_prime"], data["y_prime"])

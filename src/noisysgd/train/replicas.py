@@ -41,7 +41,6 @@ What is released: only the final iterates, one per replica, as in
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -284,7 +283,6 @@ def _gradient_all(loss, Xbar, Y, thr, W, mask, k_shape, tiled):
 def _core(loss, Xbar, Y, *, batches, step_sizes, denominator, W, l2, thresholds, noise_std, radius,
           noise_draw):
     """The step loop of :func:`noisy_sgd_core`, over a stack W of shape (R, p, k)."""
-    R = W.shape[0]
     k_shape = () if loss.n_classes is None else (loss.n_classes,)
     inv_b = 1.0 / denominator
     r2 = None if radius is None else float(radius) ** 2
