@@ -196,3 +196,23 @@ def test_report_json_shape():
 def test_accountant_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         noisysgd.epsilon(run_(steps=10), **kwargs)
+
+
+def test_pld_discretisation_widens_only_for_large_epsilon_and_stays_an_upper_bound():
+    """Below an RDP epsilon of 20 the interval is dp_accounting's 1e-4; above, it grows
+    with epsilon (the PLD's cost grows with epsilon/interval): the coarser PLD is still
+    pessimistic, i.e. at or above the fine one, and within a relative 1e-6 of it."""
+    from noisysgd.analyses.composition import _pld_epsilon
+
+    pld = noisysgd.get_analysis("composition-pld")
+    small = noisysgd.Run(n=100, batch_size=10, batching="poisson", steps=100, learning_rate=1.0,
+                         noise_multiplier=0.8, lipschitz=1.0, adjacency="add-remove")
+    assert pld.interval(small) == 1e-4
+    large = small.replace(noise_multiplier=0.4)
+    coarse = pld.interval(large)
+    assert coarse > 2e-4
+    q, sigma = large.sampling_rate, large.noise_to_sensitivity
+    fine_eps = _pld_epsilon(q, sigma, 100, 1e-5, 1e-4)
+    eps = pld.evaluate(large, delta=1e-5)
+    assert eps.details["value_discretization_interval"] == coarse
+    assert fine_eps <= eps.epsilon <= fine_eps * (1 + 1e-6)
