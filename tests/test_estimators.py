@@ -171,7 +171,7 @@ def test_regressor_huber_and_squared():
     (dict(batch_size=0), "The 'batch_size' parameter .* Got 0 instead"),
     (dict(batch_size=None), "The 'batch_size' parameter .* an int >= 1 for batching='cyclic'"),
     (dict(batching="random"), "The 'batching' parameter of NoisySGDClassifier must be one of 'poisson'"),
-    (dict(learning_rate="fast"), "The 'learning_rate' parameter .* or 'auto'. Got 'fast'"),
+    (dict(learning_rate="fast"), "The 'learning_rate' parameter .* 'auto' or 'max'. Got 'fast'"),
     (dict(learning_rate=0.0), "The 'learning_rate' parameter .* Got 0.0"),
     (dict(alpha=-0.1), r"The 'alpha' parameter .* range \[0.0, inf\). Got -0.1"),
     (dict(feature_clip=0), "The 'feature_clip' parameter .* Got 0 instead"),
@@ -200,3 +200,14 @@ def test_bad_parameters_are_named(params, match):
 def test_bad_data_is_named(X, y, match):
     with pytest.raises(ValueError, match=match):
         NoisySGDClassifier(feature_clip=4.0, delta=1e-5).fit(X, y)
+
+
+def test_learning_rate_max_is_just_below_ye_shokri_limit_and_the_analysis_applies():
+    X, y = _data()
+    clf = NoisySGDClassifier(learning_rate="max", alpha=0.05, feature_clip=4.0, delta=1e-5, epochs=5,
+                             batch_size=200, random_state=0).fit(X, y)
+    run = clf.run_
+    limit = 2.0 / (run.strong_convexity + run.smoothness)  # Ye & Shokri: eta < 2/(m + M)
+    assert run.learning_rate == pytest.approx(0.98 * limit) and run.learning_rate < limit
+    assert noisysgd.get_analysis("ye-shokri").why_not(run) is None
+    assert noisysgd.get_analysis("altschuler-talwar").why_not(run.replace(diameter=10.0)) is None

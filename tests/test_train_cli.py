@@ -103,7 +103,7 @@ def bad_files(tmp_path):
     cases["bad epsilon"] = (tmp_path / "a.csv", ["--epsilon", "-1"], "epsilon must be a positive finite number")
     cases["bad delta"] = (tmp_path / "a.csv", ["--delta", "1.5"], "delta must be in (0, 1)")
     cases["batch 0"] = (tmp_path / "a.csv", ["--batch-size", "0"], "batch_size must be an integer >= 1")
-    cases["bad lr"] = (tmp_path / "a.csv", ["--lr", "fast"], "learning_rate must be 'auto' or a positive number")
+    cases["bad lr"] = (tmp_path / "a.csv", ["--lr", "fast"], "learning_rate must be 'auto', 'max' or a positive number")
     cases["eta beyond the analysis"] = (tmp_path / "a.csv", ["--lr", "50", "--analysis", "ye-shokri"],
                                         "ye-shokri does not apply: needs learning rate < 2/(m+M)")
     cases["regression on labels"] = (write_csv(tmp_path / "s.csv", X, np.array(list("abcabc"))),

@@ -591,6 +591,11 @@ def _flag_for(message: str) -> str:
     return _FLAGS.get(match.group(1), "") if match else ""
 
 
+def _one_line(text: str) -> str:
+    """An error message on one line, whatever the user typed into it."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``noisysgd`` console script; returns the exit status."""
     parser = build_parser()
@@ -599,18 +604,18 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return args.handler(args)
     except UsageError as exc:
-        print(str(exc), file=sys.stderr)
+        print(_one_line(str(exc)), file=sys.stderr)
         return 2
     except ValueError as exc:
         message = str(exc)
         flag = _flag_for(message)
         prefix = f"{flag}: " if flag else ""
         prog = " ".join(filter(None, ["noisysgd", getattr(args, "command", None)]))
-        print(f"{prog}: error: {prefix}{message}", file=sys.stderr)
+        print(_one_line(f"{prog}: error: {prefix}{message}"), file=sys.stderr)
         return 2
     except OSError as exc:  # the environment, not the command line: one line, status 1
         prog = " ".join(filter(None, ["noisysgd", getattr(args, "command", None)]))
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(_one_line(f"{prog}: error: {exc}"), file=sys.stderr)
         return 1
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)

@@ -82,7 +82,8 @@ def add_train_parser(sub, parser_class, formatter) -> None:
     p.add_argument("--batch-size", type=int, default=256, help="capped at n; ignored for full")
     p.add_argument("--batching", default="cyclic",
                    choices=("cyclic", "shuffle", "sample", "poisson", "full"))
-    p.add_argument("--lr", default="auto", help="step size, or auto = 1/(2 smoothness)")
+    p.add_argument("--lr", default="auto",
+                   help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
     p.add_argument("--alpha", type=float, default=0.01, help="L2 regularization lambda (default 0.01)")
     p.add_argument("--feature-clip", type=float, default=1.0,
                    help="R: features scaled to norm <= R (fix it from the feature range, not the data)")
@@ -178,12 +179,12 @@ def _loss(args, y):
 
 
 def _learning_rate(text):
-    if text == "auto":
-        return "auto"
+    if text in ("auto", "max"):
+        return text
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"learning_rate must be 'auto' or a positive number. Found {text!r}.") from None
+        raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {text!r}.") from None
 
 
 def _check_flags(args) -> None:

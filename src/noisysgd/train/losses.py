@@ -114,9 +114,12 @@ def augment(X, feature_clip: float, *, dtype=np.float64, return_norms: bool = Fa
 
 
 def _features(X) -> np.ndarray:
-    """``X`` as a finite 2-D float64 array, or ``ValueError`` naming it."""
+    """``X`` as a finite 2-D float array, or ``ValueError`` naming it.  A float32
+    or float64 array is used as it is (no copy: features can be gigabytes);
+    anything else is converted to float64."""
     try:
-        X = np.asarray(X, dtype=np.float64)
+        if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
+            X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError("X must be a 2-D array of numbers.") from None
     if X.ndim != 2:
@@ -127,21 +130,28 @@ def _features(X) -> np.ndarray:
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:
-    """‖x_i‖ for a finite float64 X, without overflow for huge entries."""
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    """‖x_i‖ in float64 for a finite float X, without overflow for huge entries."""
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
     bad = ~np.isfinite(norms)
     if np.any(bad):  # a square overflowed: rescale those rows by their largest entry
-        big = np.max(np.abs(X[bad]), axis=1)
-        norms[bad] = big * np.linalg.norm(X[bad] / big[:, None], axis=1)
+        big = np.max(np.abs(X[bad]), axis=1).astype(np.float64)
+        norms[bad] = big * np.linalg.norm(X[bad].astype(np.float64) / big[:, None], axis=1)
     return norms
 
 
 def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None):
-    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float64 X (``norms``: its ‖x_i‖)."""
+    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X (``norms``: its ‖x_i‖).
+    The scaling is computed in float64 (row by row for a float32 X, so no
+    float64 copy of the whole X is made) and rounded once to ``dt``."""
     norms = _row_norms(X) if norms is None else norms
     scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
     Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
-    np.multiply(X, scale[:, None], out=Xbar[:, :-1], casting="same_kind")
+    if X.dtype == np.float64:
+        np.multiply(X, scale[:, None], out=Xbar[:, :-1], casting="same_kind")
+    else:
+        for start in range(0, X.shape[0], 4096):  # float64 products, a block at a time
+            block = slice(start, start + 4096)
+            Xbar[block, :-1] = X[block].astype(np.float64) * scale[block, None]
     Xbar[:, -1] = 1.0
     clipped = np.minimum(norms, R)
     return Xbar, np.sqrt(clipped * clipped + 1.0)
