@@ -227,7 +227,7 @@ FLAG_WORDS = ["epsilon", "calibrate", "plan", "train", "figures", "demo", "--n",
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(FLAG_WORDS) | st.text(string.printable, max_size=8), max_size=14))
-@example(["figures", "--out", "x", "\n"])  # found by this test: a newline in an echoed argument
+@example(["figures", "\n"])  # found by this test: a newline in an echoed argument
 @example(["epsilon", "--n", "1\n2"])
 def test_fuzzed_argument_lists_never_crash(argv):
     """Whatever the arguments: an exit status (0, 1 or 2), never an exception.
