@@ -425,6 +425,26 @@ def _thresholds(L: float, norms: np.ndarray, dt: np.dtype) -> np.ndarray:
     return t
 
 
+def _enforced(p: _Prepared, *, clip_norm, radius, init_kind: str, steps: int, noise_std: float) -> dict:
+    """What a trainer enforced, for TrainResult.enforced (every backend reports these keys)."""
+    run = p.run
+    return {
+        "loss": repr(p.loss),
+        "clip_norm": clip_norm,
+        "feature_clip": p.feature_clip,
+        "target_bound": p.target_bound,
+        "l2": run.strong_convexity,
+        "projection_radius": radius,
+        "init": init_kind,
+        "batching": run.batching,
+        "denominator": run.batch_size,
+        "steps": steps,
+        "step_sizes": _step_description(run),
+        "noise_std": noise_std,
+        "dtype": p.dtype.name,
+    }
+
+
 def _step_description(run: Run) -> str:
     if isinstance(run.learning_rate, tuple):
         return f"explicit schedule of {run.steps} steps (max {run.max_learning_rate:g})"
@@ -752,21 +772,8 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
             ledger.sessions[-1][1] = steps
             _ckpt.delete_checkpoint(ledger.path)
         extra = {**extra, "checkpoint": ledger.summary()}
-    enforced = {
-        "loss": repr(loss),
-        "clip_norm": clip_norm,
-        "feature_clip": p.feature_clip,
-        "target_bound": p.target_bound,
-        "l2": run.strong_convexity,
-        "projection_radius": radius,
-        "init": init_kind,
-        "batching": run.batching,
-        "denominator": run.batch_size,
-        "steps": steps,
-        "step_sizes": _step_description(run),
-        "noise_std": noise_std,
-        "dtype": dt.name,
-    }
+    enforced = _enforced(p, clip_norm=clip_norm, radius=radius, init_kind=init_kind, steps=steps,
+                         noise_std=noise_std)
     enforced.update(extra)
     return TrainResult(coef=W, steps=steps, history=tuple(history), enforced=enforced, run=run,
                        loss=loss, feature_clip=p.feature_clip)

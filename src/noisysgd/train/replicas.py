@@ -52,12 +52,12 @@ from .batching import run_batches
 from .engine import (
     _check_analyses,
     _check_constants,
+    _enforced,
     _initial,
     _prepare,
     _safe_radius,
     _thresholds,
     _random_state,
-    _step_description,
     rng_streams,
 )
 from .leaks import check_declared_constants
@@ -411,19 +411,8 @@ def train_replicas(
                   W=W, l2=run.strong_convexity, thresholds=thresholds, noise_std=noise_std,
                   radius=radius, noise_draw=noise_draw)
     enforced = {
-        "loss": repr(loss),
-        "clip_norm": run.lipschitz,
-        "feature_clip": p.feature_clip,
-        "target_bound": p.target_bound,
-        "l2": run.strong_convexity,
-        "projection_radius": radius,
-        "init": init_kind,
-        "batching": run.batching,
-        "denominator": run.batch_size,
-        "steps": steps,
-        "step_sizes": _step_description(run),
-        "noise_std": noise_std,
-        "dtype": dt.name,
+        **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
+                    noise_std=noise_std),
         "constants": constants.to_dict(),
         "derivation": constants.derivation,
         "analyses_checked": list(checked),
