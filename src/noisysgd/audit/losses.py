@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..train.losses import Loss, _label_array, _positive, _writable
+from ..train.losses import Loss, _regression_labels, _writable
 
 __all__ = ["Linear"]
 
@@ -43,9 +43,7 @@ class Linear(Loss):
     uses_target_bound = True
 
     def encode_labels(self, y, *, target_bound=None):
-        y = _label_array(y)
-        Y = _positive("target_bound", target_bound, optional=True)
-        return y.copy() if Y is None else np.clip(y, -Y, Y)
+        return _regression_labels(y, target_bound)
 
     def derivative(self, S, Y):
         D = S if _writable(S) else np.empty(np.shape(S), dtype=np.result_type(S, float))

@@ -374,6 +374,19 @@ def _label_array(y) -> np.ndarray:
     return y
 
 
+def _n_classes(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 2:
+        raise ValueError(f"n_classes must be an integer >= 2. Found {value!r}.")
+    return int(value)
+
+
+def _regression_labels(y, target_bound) -> np.ndarray:
+    """Validated real labels, clipped to [−Y, Y] when a target bound Y is declared."""
+    y = _label_array(y)
+    Y = _positive("target_bound", target_bound, optional=True)
+    return y.copy() if Y is None else np.clip(y, -Y, Y)
+
+
 def _class_labels(y, k: int) -> np.ndarray:
     y = _label_array(y)
     if not np.all(y == np.round(y)) or (y.size and (y.min() < 0 or y.max() >= k)):
@@ -431,9 +444,7 @@ class OneVsRestLogistic(Loss):
     name = "one-vs-rest-logistic"
 
     def __init__(self, n_classes: int):
-        if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-            raise ValueError(f"n_classes must be an integer >= 2. Found {n_classes!r}.")
-        self.n_classes = int(n_classes)
+        self.n_classes = _n_classes(n_classes)
 
     def encode_labels(self, y, *, target_bound=None):
         return _class_labels(y, self.n_classes)
@@ -496,9 +507,7 @@ class Softmax(Loss):
     name = "softmax"
 
     def __init__(self, n_classes: int):
-        if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-            raise ValueError(f"n_classes must be an integer >= 2. Found {n_classes!r}.")
-        self.n_classes = int(n_classes)
+        self.n_classes = _n_classes(n_classes)
 
     def encode_labels(self, y, *, target_bound=None):
         return _class_labels(y, self.n_classes)
@@ -561,9 +570,7 @@ class Squared(Loss):
     uses_target_bound = True
 
     def encode_labels(self, y, *, target_bound=None):
-        y = _label_array(y)
-        Y = _positive("target_bound", target_bound, optional=True)
-        return y.copy() if Y is None else np.clip(y, -Y, Y)
+        return _regression_labels(y, target_bound)
 
     def derivative(self, S, Y):
         S = S if _writable(S) else S.copy()
