@@ -430,7 +430,24 @@ class BinaryLogistic(Loss):
         )
 
 
-class OneVsRestLogistic(Loss):
+class _Multiclass(Loss):
+    """A loss of k class scores: labels are class indices 0..k−1, the prediction
+    is the class of the largest score."""
+
+    def __init__(self, n_classes: int):
+        self.n_classes = _n_classes(n_classes)
+
+    def encode_labels(self, y, *, target_bound=None):
+        return _class_labels(y, self.n_classes)
+
+    def predict(self, W, Xbar):
+        return np.argmax(self.scores(W, Xbar), axis=1)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n_classes={self.n_classes})"
+
+
+class OneVsRestLogistic(_Multiclass):
     """k binary logistic losses on one (d+1, k) matrix: Σ_c log(1 + exp(−y_c·s_c)),
     y_c = +1 for the true class and −1 for the others (labels: class indices).
 
@@ -443,11 +460,6 @@ class OneVsRestLogistic(Loss):
 
     name = "one-vs-rest-logistic"
 
-    def __init__(self, n_classes: int):
-        self.n_classes = _n_classes(n_classes)
-
-    def encode_labels(self, y, *, target_bound=None):
-        return _class_labels(y, self.n_classes)
 
     def derivative(self, S, Y):
         D = expit(S, out=S if _writable(S) else None)
@@ -467,8 +479,6 @@ class OneVsRestLogistic(Loss):
         signs[np.arange(S.shape[0]), Y] = 1.0
         return float(-np.mean(np.sum(log_expit(signs * S), axis=1)))
 
-    def predict(self, W, Xbar):
-        return np.argmax(self.scores(W, Xbar), axis=1)
 
     def _natural(self, r2, D, Y):
         k = self.n_classes
@@ -489,11 +499,9 @@ class OneVsRestLogistic(Loss):
             )
         return True, M, notes
 
-    def __repr__(self):
-        return f"OneVsRestLogistic(n_classes={self.n_classes})"
 
 
-class Softmax(Loss):
+class Softmax(_Multiclass):
     """Multiclass cross-entropy with per-class bias (Ye & Shokri eq. (8)).
 
     Labels: class indices 0..k−1.  φ'(s) = softmax(s) − e_y, ‖φ'‖² ≤ 2 ⇒
@@ -506,11 +514,6 @@ class Softmax(Loss):
 
     name = "softmax"
 
-    def __init__(self, n_classes: int):
-        self.n_classes = _n_classes(n_classes)
-
-    def encode_labels(self, y, *, target_bound=None):
-        return _class_labels(y, self.n_classes)
 
     def derivative(self, S, Y):
         S = S if _writable(S) else S.copy()
@@ -531,8 +534,6 @@ class Softmax(Loss):
         S = self.scores(W, Xbar)
         return float(np.mean(logsumexp(S, axis=1) - S[np.arange(S.shape[0]), Y]))
 
-    def predict(self, W, Xbar):
-        return np.argmax(self.scores(W, Xbar), axis=1)
 
     def _natural(self, r2, D, Y):
         return (
@@ -553,8 +554,6 @@ class Softmax(Loss):
             "clip_norm >= natural Lipschitz constant (or a smaller feature_clip) for a convex run",
         )
 
-    def __repr__(self):
-        return f"Softmax(n_classes={self.n_classes})"
 
 
 class Squared(Loss):
