@@ -236,6 +236,7 @@ _COMMANDS = {
     "plan": "epsilon versus epochs under every analysis; cross-overs, plateaus, epoch budgets",
     "train": "train a private linear model on a CSV/NPZ/Parquet file; write model, certificate, metrics",
     "tune": "private hyperparameter selection; the certificate covers the whole tuning",
+    "predict": "predictions of a model written by train/tune on a CSV/NPZ/Parquet file",
     "demo": "train the same private model certified by hidden state and by composition (digits)",
     "audit": "empirical privacy audit: a lower bound on epsilon from many runs, beside the certified one",
     "figures": "draw a paper's figures from the library's bounds (PNG files)",
@@ -388,12 +389,19 @@ def _build_tune(sub) -> None:
     add_tune_parser(sub, _Parser, argparse.RawDescriptionHelpFormatter)
 
 
+def _build_predict(sub) -> None:
+    from .predict_cli import add_predict_parser
+
+    add_predict_parser(sub, _Parser, argparse.RawDescriptionHelpFormatter)
+
+
 _BUILDERS = {
     "epsilon": _build_epsilon,
     "calibrate": _build_calibrate,
     "plan": _build_plan,
     "train": _build_train,
     "tune": _build_tune,
+    "predict": _build_predict,
     "demo": _build_demo,
     "audit": _build_audit,
     "figures": _build_figures,

@@ -32,14 +32,16 @@ class Table:
     """Features, target and their names, as read from a file."""
 
     X: np.ndarray
-    y: np.ndarray
+    y: np.ndarray | None  # None when read without a target (features only)
     feature_names: list[str]
     target: str
     path: str
 
 
-def load_table(path, *, target: str) -> Table:
+def load_table(path, *, target: str | None) -> Table:
     """Read ``path`` (``.csv``, ``.npz``, ``.parquet``) and split off the ``target`` column.
+
+    ``target=None`` reads features only (every column; NPZ: ``X``), ``y`` is then None.
 
     CSV: a header row naming the columns; every feature cell must be a finite
     number; target cells may be numbers or labels (strings).  NPZ: arrays
@@ -51,7 +53,7 @@ def load_table(path, *, target: str) -> Table:
         raise ValueError(f"data must be an existing file. Found {str(path)!r}: no such file.")
     if p.is_dir():
         raise ValueError(f"data must be a file. Found a directory: {str(path)!r}.")
-    if not isinstance(target, str) or not target:
+    if target is not None and (not isinstance(target, str) or not target):
         raise ValueError(f"target must name a column. Found {target!r}.")
     suffix = p.suffix.lower()
     if suffix == ".csv":
@@ -83,7 +85,7 @@ def _load_csv(p: Path, target: str) -> Table:
     if not rows:
         raise ValueError(f"data must have a header row and at least one example. Found an empty file {str(p)!r}.")
     header = [h.strip() for h in rows[0]]
-    if target not in header:
+    if target is not None and target not in header:
         raise ValueError(
             f"target must be a column of {p.name}. Found {target!r}; the columns are "
             + ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else ".")
@@ -93,7 +95,7 @@ def _load_csv(p: Path, target: str) -> Table:
     body = rows[1:]
     if not body:
         raise ValueError(f"data must hold at least one example. Found only a header in {str(p)!r}.")
-    j = header.index(target)
+    j = header.index(target) if target is not None else -1
     names = [h for i, h in enumerate(header) if i != j]
     if not names:
         raise ValueError(f"data must have at least one feature column besides {target!r}.")
@@ -102,7 +104,6 @@ def _load_csv(p: Path, target: str) -> Table:
             raise ValueError(
                 f"data must have {len(header)} cells in every row. Found {len(row)} in row {r} of {p.name}."
             )
-    labels = [row[j].strip() for row in body]
     cols = [i for i in range(len(header)) if i != j]
     try:  # numpy parses the cells in one pass; a bad cell is then found and named below
         X = np.array([[row[i] for i in cols] for row in body], dtype=float)
@@ -119,6 +120,9 @@ def _load_csv(p: Path, target: str) -> Table:
                         f"data must hold finite numbers in every feature cell. Found {shown!r} "
                         f"({kind}) in row {r}, column {header[i]!r} of {p.name}."
                     )
+    if target is None:
+        return Table(X, None, names, "", str(p))
+    labels = [row[j].strip() for row in body]
     numeric = [_number(v) for v in labels]
     if all(v is not None for v in numeric):
         y = np.array(numeric, dtype=float)
@@ -141,13 +145,13 @@ def _load_npz(p: Path, target: str) -> Table:
         raise ValueError(f"data must be a readable .npz file. Found {str(p)!r}: {exc}.") from None
     if "X" not in arrays:
         raise ValueError(f"data must hold an array 'X' of features. Found arrays {sorted(arrays)} in {p.name}.")
-    if target not in arrays or target == "X":
+    if target is not None and (target not in arrays or target == "X"):
         raise ValueError(
             f"target must name an array of {p.name} besides 'X'. Found {target!r}; the arrays are "
             f"{sorted(arrays)}."
         )
     X = arrays["X"]
-    y = arrays[target]
+    y = arrays[target] if target is not None else np.zeros(X.shape[0] if X.ndim else 0)
     if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
         raise ValueError(f"data must hold a 2-D numeric array 'X'. Found shape {X.shape}, dtype {X.dtype}.")
     X = X.astype(float)
@@ -163,6 +167,8 @@ def _load_npz(p: Path, target: str) -> Table:
     if X.shape[0] == 0:
         raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
     names = [f"x{i}" for i in range(X.shape[1])]
+    if target is None:
+        return Table(X, None, names, "", str(p))
     return Table(X, y, names, target, str(p))
 
 
@@ -175,10 +181,10 @@ def _load_parquet(p: Path, target: str) -> Table:
         frame = pd.read_parquet(p)
     except Exception as exc:  # noqa: BLE001 - engine errors vary; report them as bad input
         raise ValueError(f"data must be a readable Parquet file. Found {str(p)!r}: {exc}.") from None
-    if target not in frame.columns:
+    if target is not None and target not in frame.columns:
         raise ValueError(f"target must be a column of {p.name}. Found {target!r}; the columns are {list(frame.columns)[:20]}.")
     names = [str(c) for c in frame.columns if c != target]
-    features = frame.drop(columns=[target])
+    features = frame.drop(columns=[target]) if target is not None else frame
     bad = [c for c in features.columns if not np.issubdtype(features[c].dtype, np.number)]
     if bad:
         raise ValueError(f"data must hold numbers in every feature column. Found column {str(bad[0])!r} of type {features[bad[0]].dtype}.")
@@ -186,6 +192,8 @@ def _load_parquet(p: Path, target: str) -> Table:
     if not np.all(np.isfinite(X)):
         i, k = np.argwhere(~np.isfinite(X))[0]
         raise ValueError(f"data must hold finite numbers in every feature cell. Found {X[i, k]!r} in row {i}, column {names[k]!r}.")
+    if target is None:
+        return Table(X, None, names, "", str(p))
     y = frame[target].to_numpy()
     if np.issubdtype(y.dtype, np.number):
         y = y.astype(float)

@@ -38,6 +38,7 @@ import numpy as np
 
 from .estimators import classification_loss
 from .io import atomic_directory, check_output_dir, check_output_file, load_table, write_json
+from .model import model_document
 from .run import BATCHING_SCHEMES
 from .train import Huber, Squared
 from .train.checkpoint import delete_checkpoint
@@ -278,25 +279,10 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
             extra=None) -> int:
     """Write model.json, certificate.json and metrics.json into ``out`` at once, and report."""
     result = fit.result
-    model = {
-        "format": "noisysgd-linear-model/1",
-        "task": args.task,
-        "loss": repr(loss),
-        "target": target,
-        "feature_names": feature_names,
-        "classes": None if classes is None else [_jsonable(c) for c in classes],
-        "feature_clip": args.feature_clip,
-        "coef": result.coef.tolist(),
-        "layout": (
-            "coef has one row per feature and a last row for the bias; columns are classes for a "
-            "multiclass model (one column, flattened, otherwise)"
-        ),
-        "predict": (
-            "x_bar = [x * min(1, feature_clip / ||x||), 1]; s = x_bar @ coef; classification: class "
-            "index argmax(s) (multiclass) or classes[1] if s > 0 else classes[0]; regression: s"
-        ),
-        "noisysgd_version": fit.certificate["noisysgd_version"],
-    }
+    model = model_document(
+        task=args.task, loss=loss, target=target, feature_names=feature_names, classes=classes,
+        feature_clip=args.feature_clip, coef=result.coef, version=fit.certificate["noisysgd_version"],
+    )
     metrics = {
         "noise_multiplier": fit.noise_multiplier,
         "epsilon": fit.epsilon,
@@ -341,12 +327,6 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
     if args.checkpoint is not None:
         print(f"deleted the checkpoint {args.checkpoint} (it held secret training state)")
     return 0
-
-
-def _jsonable(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # --------------------------------------------------------------------------- data-parallel

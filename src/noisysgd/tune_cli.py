@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from .io import atomic_directory, check_output_dir, load_table, write_json
+from .model import model_document
 from .run import BATCHING_SCHEMES
 from .train_cli import _learning_rate
 
@@ -157,26 +158,11 @@ def cmd_tune(args) -> int:
         return 1
     seconds = time.perf_counter() - start
     fit = cv.best_fit_
-    classes = [c.item() if isinstance(c, np.generic) else c for c in cv.classes_]
-    model = {
-        "format": "noisysgd-linear-model/1",
-        "task": "classification",
-        "loss": repr(fit.result.loss),
-        "target": table.target,
-        "feature_names": table.feature_names,
-        "classes": classes,
-        "feature_clip": fit.result.feature_clip,
-        "coef": fit.result.coef.tolist(),
-        "layout": (
-            "coef has one row per feature and a last row for the bias; columns are classes for a "
-            "multiclass model (one column, flattened, otherwise)"
-        ),
-        "predict": (
-            "x_bar = [x * min(1, feature_clip / ||x||), 1]; s = x_bar @ coef; class index argmax(s) "
-            "(multiclass) or classes[1] if s > 0 else classes[0]"
-        ),
-        "noisysgd_version": fit.certificate["noisysgd_version"],
-    }
+    model = model_document(
+        task="classification", loss=fit.result.loss, target=table.target, feature_names=table.feature_names,
+        classes=cv.classes_, feature_clip=fit.result.feature_clip, coef=fit.result.coef,
+        version=fit.certificate["noisysgd_version"],
+    )
     metrics = {
         "epsilon": cv.epsilon_,
         "delta": cv.delta_,

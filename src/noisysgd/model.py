@@ -1,0 +1,255 @@
+"""A trained model as ``noisysgd train`` / ``noisysgd tune`` write it, and back.
+
+:func:`model_document` is the one place that writes ``model.json``;
+:func:`load_model` reads it (or the output directory that holds it, with its
+``certificate.json``) into a :class:`LinearModel` that predicts exactly as the
+training engine does: the same feature map (each row scaled to norm at most
+the feature clip R, a bias coordinate 1 appended) and the same loss's scores,
+so ``load_model(out).predict(X)`` equals the trainer's own predictions.
+
+>>> import numpy as np, tempfile, json, os
+>>> from noisysgd.train import BinaryLogistic
+>>> doc = model_document(task="classification", loss=BinaryLogistic(), target="y",
+...                      feature_names=["a", "b"], classes=["no", "yes"], feature_clip=1.0,
+...                      coef=np.array([2.0, -1.0, 0.5]), version="0")
+>>> path = os.path.join(tempfile.mkdtemp(), "model.json")
+>>> with open(path, "w") as f:
+...     json.dump(doc, f)
+>>> m = load_model(path)
+>>> m
+LinearModel(task='classification', loss=BinaryLogistic(), features=2, classes=['no', 'yes'])
+>>> m.predict(np.array([[1.0, 0.0], [0.0, 3.0]])).tolist()
+['yes', 'no']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["LinearModel", "load_model", "model_document", "FORMAT"]
+
+FORMAT = "noisysgd-linear-model/1"
+
+_LAYOUT = ("coef has one row per feature and a last row for the bias; columns are classes for a "
+           "multiclass model (one column, flattened, otherwise)")
+_PREDICT = ("x_bar = [x * min(1, feature_clip / ||x||), 1]; s = x_bar @ coef; classification: class "
+            "index argmax(s) (multiclass) or classes[1] if s > 0 else classes[0]; regression: s")
+
+
+def _loss_spec(loss) -> dict:
+    from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
+
+    if isinstance(loss, BinaryLogistic):
+        return {"name": "logistic"}
+    if isinstance(loss, Softmax):
+        return {"name": "softmax", "n_classes": int(loss.n_classes)}
+    if isinstance(loss, OneVsRestLogistic):
+        return {"name": "ovr", "n_classes": int(loss.n_classes)}
+    if isinstance(loss, Huber):
+        return {"name": "huber", "delta": float(loss.delta)}
+    if isinstance(loss, Squared):
+        return {"name": "squared"}
+    raise ValueError(f"loss must be one of noisysgd's losses to be written to model.json. Found {loss!r}.")
+
+
+def _loss_from_spec(spec, where: str):
+    from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
+
+    name = spec.get("name") if isinstance(spec, dict) else None
+    try:
+        if name == "logistic":
+            return BinaryLogistic()
+        if name == "softmax":
+            return Softmax(int(spec["n_classes"]))
+        if name == "ovr":
+            return OneVsRestLogistic(int(spec["n_classes"]))
+        if name == "huber":
+            return Huber(float(spec["delta"]))
+        if name == "squared":
+            return Squared()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"model: {where} has an invalid loss {spec!r}: {exc}.") from None
+    raise ValueError(f"model: {where} names an unknown loss {spec!r}.")
+
+
+def _jsonable(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
+                   version: str) -> dict:
+    """The content of ``model.json`` (format :data:`FORMAT`)."""
+    return {
+        "format": FORMAT,
+        "task": task,
+        "loss": repr(loss),
+        "loss_spec": _loss_spec(loss),
+        "target": target,
+        "feature_names": list(feature_names),
+        "classes": None if classes is None else [_jsonable(c) for c in classes],
+        "feature_clip": float(feature_clip),
+        "coef": np.asarray(coef, dtype=float).tolist(),
+        "layout": _LAYOUT,
+        "predict": _PREDICT,
+        "noisysgd_version": version,
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class LinearModel:
+    """A released linear model: predicts as the trainer did.
+
+    ``certificate`` is the privacy certificate written beside the model
+    (``None`` when only ``model.json`` was given and no ``certificate.json``
+    sits next to it).
+    """
+
+    task: str
+    loss: object
+    coef: np.ndarray
+    feature_clip: float
+    feature_names: list
+    target: str
+    classes: list | None = None
+    certificate: dict | None = field(default=None, repr=False)
+    path: str = ""
+
+    @property
+    def n_features(self) -> int:
+        return self.coef.shape[0] - 1
+
+    def __repr__(self) -> str:
+        extra = f", classes={self.classes!r}" if self.classes is not None and len(self.classes) <= 6 else (
+            f", classes={len(self.classes)}" if self.classes is not None else "")
+        return (f"LinearModel(task={self.task!r}, loss={self.loss!r}, features={self.n_features}"
+                f"{extra})")
+
+    def _features(self, X) -> np.ndarray:
+        from .train.losses import augment
+
+        try:
+            X = np.asarray(X, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError("X must be a 2-D array of numbers.") from None
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have {self.n_features} feature columns (the model's "
+                             f"{', '.join(map(str, self.feature_names[:5]))}{', ...' if self.n_features > 5 else ''}). "
+                             f"Found shape {X.shape}.")
+        if not np.all(np.isfinite(X)):
+            i, k = np.argwhere(~np.isfinite(X))[0]
+            raise ValueError(f"X must hold finite numbers. Found {X[i, k]!r} at row {i}, column {k}.")
+        return augment(X, self.feature_clip)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores x̄ᵀW (features clipped as in training): shape (n,) or (n, k)."""
+        return self.loss.scores(self.coef, self._features(X))
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels (as written in ``classes``) or real values (regression)."""
+        raw = self.loss.predict(self.coef, self._features(X))
+        if self.task == "regression":
+            return raw
+        classes = np.asarray(self.classes, dtype=object)
+        index = (raw > 0).astype(int) if len(self.classes) == 2 else raw.astype(int)
+        out = classes[index]
+        try:  # numeric labels come back as numbers
+            return out.astype(float) if all(isinstance(c, (int, float)) for c in self.classes) else out
+        except (TypeError, ValueError):
+            return out
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of the model's link (logistic, softmax, or one-vs-rest
+        logistics normalized to sum to one), columns in the order of ``classes``."""
+        if self.task != "classification":
+            raise ValueError("predict_proba needs a classification model. Found a regression model.")
+        from scipy.special import expit, softmax
+
+        from .train import OneVsRestLogistic
+
+        s = self.decision_function(X)
+        if s.ndim == 1:
+            p = expit(s)
+            return np.column_stack([1.0 - p, p])
+        if isinstance(self.loss, OneVsRestLogistic):
+            p = expit(s)
+            return p / p.sum(axis=1, keepdims=True)
+        return softmax(s, axis=1)
+
+
+def _read_json(path: Path, what: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as exc:
+        raise ValueError(f"model: cannot read {what} {str(path)!r}: {exc.strerror or exc}.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"model: {str(path)!r} is not a JSON {what}: {exc}.") from None
+
+
+def load_model(path) -> LinearModel:
+    """Read a model written by ``noisysgd train`` or ``noisysgd tune``.
+
+    ``path``: the output directory (``model.json`` and ``certificate.json``
+    in it) or the ``model.json`` file itself (its sibling
+    ``certificate.json`` is read when present).
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "model.json"
+        if not p.exists():
+            raise ValueError(f"path must be a model.json file or a directory holding one. Found {str(path)!r}: "
+                             "no model.json in it.")
+    elif not p.exists():
+        raise ValueError(f"path must be a model.json file or a directory holding one. Found {str(path)!r}: "
+                         "no such file.")
+    doc = _read_json(p, "model file")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"model: {str(p)!r} must be a {FORMAT} file. Found format {found!r}.")
+    task = doc.get("task")
+    if task not in ("classification", "regression"):
+        raise ValueError(f"model: {str(p)!r} has an unknown task {task!r}.")
+    spec = doc.get("loss_spec")
+    if spec is None:  # written before loss_spec existed: the repr names the loss
+        spec = _spec_from_repr(doc.get("loss"), str(p))
+    loss = _loss_from_spec(spec, repr(str(p)))
+    try:
+        coef = np.asarray(doc["coef"], dtype=float)
+        clip = float(doc["feature_clip"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"model: {str(p)!r} lacks valid coef/feature_clip: {exc}.") from None
+    if coef.ndim not in (1, 2) or coef.shape[0] < 2 or not np.all(np.isfinite(coef)) or not clip > 0:
+        raise ValueError(f"model: {str(p)!r} has invalid coefficients (shape {coef.shape}) or feature_clip {clip}.")
+    classes = doc.get("classes")
+    if task == "classification":
+        k = 2 if coef.ndim == 1 else coef.shape[1]
+        if not isinstance(classes, list) or len(classes) != k:
+            raise ValueError(f"model: {str(p)!r} must list {k} classes for its coefficients. Found {classes!r}.")
+    names = doc.get("feature_names") or [f"x{i}" for i in range(coef.shape[0] - 1)]
+    if len(names) != coef.shape[0] - 1:
+        raise ValueError(f"model: {str(p)!r} names {len(names)} features but has {coef.shape[0] - 1} "
+                         "coefficient rows besides the bias.")
+    cert_path = p.parent / "certificate.json"
+    certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
+    return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p))
+
+
+def _spec_from_repr(text, where: str) -> dict:
+    import re
+
+    text = text or ""
+    if text == "BinaryLogistic()":
+        return {"name": "logistic"}
+    if text == "Squared()":
+        return {"name": "squared"}
+    m = re.fullmatch(r"(Softmax|OneVsRestLogistic)\(n_classes=(\d+)\)", text)
+    if m:
+        return {"name": "softmax" if m.group(1) == "Softmax" else "ovr", "n_classes": int(m.group(2))}
+    m = re.fullmatch(r"Huber\(delta=([0-9.eE+-]+)\)", text)
+    if m:
+        return {"name": "huber", "delta": float(m.group(1))}
+    raise ValueError(f"model: {where} names an unknown loss {text!r}.")

@@ -1,0 +1,167 @@
+"""`noisysgd.load_model` and `noisysgd predict`: a released model predicts exactly as the trainer did."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from noisysgd import load_model
+from noisysgd.cli import main
+from noisysgd.model import model_document
+from noisysgd.train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def iris_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("iris")
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    names = ["sl", "sw", "pl", "pw"]
+    _write_csv(d / "train.csv", names + ["label"], [list(x) + [lab] for x, lab in zip(X, labels)])
+    # the same features, columns in another order and without the label
+    _write_csv(d / "shuffled.csv", names[::-1], [list(x[::-1]) for x in X])
+    return d, X, labels
+
+
+def _read_predictions(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], rows[1:]
+
+
+@pytest.fixture(scope="module")
+def trained(iris_files):
+    d, X, labels = iris_files
+    out = d / "model"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-clip", "8", "--epsilon", "50",
+                 "--epochs", "20", "--batch-size", "30", "--batching", "cyclic", "--alpha", "0.01",
+                 "--seed", "3", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_load_model_predicts_as_the_trainer(trained, iris_files):
+    """The loaded model reproduces the training accuracy that `train` computed with the engine itself."""
+    _, X, labels = iris_files
+    model = load_model(trained)
+    metrics = json.loads((trained / "metrics.json").read_text())
+    assert model.task == "classification" and model.classes == ["setosa", "versicolor", "virginica"]
+    assert model.n_features == 4 and model.feature_clip == 8.0
+    assert model.certificate is not None and "certificate" in model.certificate
+    acc = float(np.mean(model.predict(X) == labels))
+    assert acc == pytest.approx(metrics["not_private"]["train_accuracy"], abs=0)
+    P = model.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
+    assert (np.asarray(model.classes, dtype=object)[P.argmax(axis=1)] == model.predict(X)).all()
+    assert repr(model).startswith("LinearModel(task='classification', loss=Softmax(n_classes=3)")
+    # the model file alone works too (its certificate is read from beside it)
+    assert load_model(trained / "model.json").certificate == model.certificate
+
+
+def test_predict_cli_matches_columns_by_name(trained, iris_files, tmp_path, capsys):
+    d, X, labels = iris_files
+    out1, out2 = tmp_path / "p1.csv", tmp_path / "p2.csv"
+    assert main(["predict", str(trained), str(d / "train.csv"), "--target", "label", "--proba",
+                 "--out", str(out1)]) == 0
+    text = capsys.readouterr().out
+    header, rows = _read_predictions(out1)
+    assert header == ["prediction", "p_setosa", "p_versicolor", "p_virginica"] and len(rows) == 150
+    model = load_model(trained)
+    assert [r[0] for r in rows] == list(model.predict(X))
+    np.testing.assert_allclose(np.array([r[1:] for r in rows], dtype=float), model.predict_proba(X), rtol=1e-15)
+    acc = float(np.mean(model.predict(X) == labels))
+    assert f"accuracy on {d / 'train.csv'} = {acc:.4f}" in text and "not covered by the certificate" in text
+    # another column order, no label column: the same predictions
+    assert main(["predict", str(trained), str(d / "shuffled.csv"), "--out", str(out2)]) == 0
+    assert [r[0] for r in _read_predictions(out2)[1]] == [r[0] for r in rows]
+
+
+def test_predict_cli_json(trained, iris_files, tmp_path, capsys):
+    d, X, labels = iris_files
+    assert main(["predict", str(trained), str(d / "train.csv"), "--target", "label", "--json",
+                 "--out", str(tmp_path / "p.csv")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows"] == 150
+    assert summary["accuracy"] == pytest.approx(float(np.mean(load_model(trained).predict(X) == labels)))
+
+
+@pytest.mark.parametrize("argv_tail, message", [
+    (["nothere.csv"], "no such file"),
+    (["{d}/train.csv", "--target", "sl"], "must not be one of the model's features"),
+    (["{d}/train.csv", "--proba", "--target", "nope"], "target must be a column"),
+])
+def test_predict_cli_errors_are_one_line(trained, iris_files, tmp_path, capsys, argv_tail, message):
+    d, _, _ = iris_files
+    out = tmp_path / "p.csv"
+    argv = ["predict", str(trained)] + [a.format(d=d) for a in argv_tail] + ["--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()  # nothing half-written
+
+
+def test_predict_cli_missing_feature_column(trained, tmp_path, capsys):
+    _write_csv(tmp_path / "bad.csv", ["sl", "sw", "pl"], [[1, 2, 3]])
+    assert main(["predict", str(trained), str(tmp_path / "bad.csv"), "--out", str(tmp_path / "p.csv")]) == 2
+    assert "without 'pw'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("loss, coef", [
+    (BinaryLogistic(), np.array([1.0, -2.0, 0.25])),
+    (Softmax(3), np.arange(9.0).reshape(3, 3) - 4),
+    (OneVsRestLogistic(3), np.arange(9.0).reshape(3, 3) / 7 - 0.5),
+    (Huber(0.5), np.array([0.5, 1.5, -1.0])),
+    (Squared(), np.array([2.0, -1.0, 0.5])),
+])
+def test_round_trip_every_loss(tmp_path, loss, coef):
+    """model_document → JSON → load_model predicts what the loss predicts on the clipped, augmented features."""
+    from noisysgd.train.losses import augment
+
+    task = "regression" if isinstance(loss, (Huber, Squared)) else "classification"
+    k = 2 if coef.ndim == 1 else coef.shape[1]
+    classes = None if task == "regression" else [f"c{i}" for i in range(k)]
+    doc = model_document(task=task, loss=loss, target="y", feature_names=["a", "b"], classes=classes,
+                         feature_clip=2.0, coef=coef, version="test")
+    (tmp_path / "model.json").write_text(json.dumps(doc))
+    m = load_model(tmp_path)
+    assert m.certificate is None and repr(m.loss) == repr(loss)
+    X = np.random.default_rng(0).normal(scale=3, size=(50, 2))
+    raw = loss.predict(coef, augment(X, 2.0))
+    if task == "regression":
+        np.testing.assert_array_equal(m.predict(X), raw)
+    else:
+        idx = (raw > 0).astype(int) if k == 2 else raw
+        assert list(m.predict(X)) == [classes[i] for i in idx]
+    # a file written before loss_spec existed: the loss is read from its repr
+    del doc["loss_spec"]
+    (tmp_path / "model.json").write_text(json.dumps(doc))
+    assert repr(load_model(tmp_path).loss) == repr(loss)
+
+
+def test_load_model_errors(tmp_path):
+    with pytest.raises(ValueError, match="no model.json"):
+        load_model(tmp_path)
+    (tmp_path / "model.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a JSON model file"):
+        load_model(tmp_path)
+    (tmp_path / "model.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(ValueError, match="noisysgd-linear-model/1"):
+        load_model(tmp_path)
+    doc = model_document(task="classification", loss=BinaryLogistic(), target="y", feature_names=["a"],
+                         classes=["n", "y"], feature_clip=1.0, coef=np.array([1.0, 0.0]), version="t")
+    (tmp_path / "model.json").write_text(json.dumps(doc))
+    m = load_model(tmp_path)
+    with pytest.raises(ValueError, match="X must have 1 feature columns"):
+        m.predict(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="X must hold finite numbers"):
+        m.predict(np.array([[np.nan]]))
