@@ -165,3 +165,65 @@ def test_load_model_errors(tmp_path):
         m.predict(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="X must hold finite numbers"):
         m.predict(np.array([[np.nan]]))
+
+
+def test_train_cli_auto_configuration_is_the_estimators(iris_files, tmp_path):
+    """With no schedule flags, `noisysgd train` trains the run NoisySGDClassifier() trains by default."""
+    from noisysgd import NoisySGDClassifier
+
+    d, X, labels = iris_files
+    out = tmp_path / "auto"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-clip", "8", "--epsilon", "2",
+                 "--seed", "5", "--out", str(out), "--quiet"]) == 0
+    cert = json.loads((out / "certificate.json").read_text())
+    est = NoisySGDClassifier(epsilon=2, feature_clip=8, random_state=5).fit(X, labels)
+    assert cert["config"]["auto"] == ["batching", "batch_size", "epochs", "alpha"]
+    assert cert["config"]["chosen"] == est.privacy_report_["config"]["chosen"]
+    assert cert["run"] == est.privacy_report_["run"]
+    np.testing.assert_allclose(load_model(out).coef, est.fit_.result.coef, rtol=1e-12, atol=1e-12)
+    # an explicit flag is kept and the rest is chosen around it
+    out2 = tmp_path / "fixed"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-clip", "8", "--epsilon", "2",
+                 "--seed", "5", "--epochs", "7", "--out", str(out2), "--quiet"]) == 0
+    cert2 = json.loads((out2 / "certificate.json").read_text())
+    assert cert2["config"]["auto"] == ["batching", "batch_size", "alpha"] and cert2["run"]["steps"] % 7 == 0
+
+
+def test_train_cli_holdout(iris_files, tmp_path, capsys):
+    """The held-out rows are not trained on (the certificate's n is the rest) and the reported
+    hold-out accuracy is the released model's accuracy on exactly those rows."""
+    import argparse
+
+    from noisysgd.train_cli import _split_holdout
+
+    d, X, labels = iris_files
+    out = tmp_path / "h"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-clip", "8", "--epsilon", "20",
+                 "--seed", "11", "--holdout", "0.2", "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    metrics = json.loads((out / "metrics.json").read_text())
+    cert = json.loads((out / "certificate.json").read_text())
+    assert metrics["holdout"]["rows"] == 30 and cert["run"]["n"] == 120 and metrics["n"] == 120
+    train_rows, held = _split_holdout(argparse.Namespace(holdout=0.2, seed=11, secure_mode=False), 150)
+    assert np.intersect1d(train_rows, held).size == 0 and train_rows.size + held.size == 150
+    model = load_model(out)
+    acc = float(np.mean(model.predict(X[held]) == labels[held]))
+    assert metrics["holdout"]["accuracy"] == pytest.approx(acc, abs=0)
+    assert metrics["not_private"]["train_accuracy"] == pytest.approx(
+        float(np.mean(model.predict(X[train_rows]) == labels[train_rows])), abs=0)
+    assert f"hold-out accuracy = {acc:.4f} (30 rows" in text
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--holdout", "1.5"], "--holdout must be a fraction in (0, 1). Found 1.5"),
+    (["--holdout", "0.001"], "leaves 0 held-out"),
+    (["--epochs", "many"], "a whole number or 'auto' was expected. Found 'many'"),
+    (["--alpha", "-1"], "--alpha must be a number >= 0 or auto. Found -1"),
+])
+def test_train_cli_new_flags_refuse_bad_values(iris_files, tmp_path, capsys, flags, message):
+    d, _, _ = iris_files
+    out = tmp_path / "x"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--out", str(out), "--quiet", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

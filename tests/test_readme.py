@@ -62,12 +62,12 @@ def _split(block: str) -> tuple[list[str], list[str]]:
     return shlex.split(cmd), lines[k:]
 
 
-def _write_data(path: Path) -> None:
+def _write_data(path: Path, *, seed: int = 0, rows: int = 400) -> None:
     """A small CSV with a 'label' column for the README's `noisysgd train data.csv` example."""
     import numpy as np
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(400, 5))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, 5))
     y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
     rows = ["a,b,c,d,e,label"] + [",".join(f"{v:.5f}" for v in x) + f",{t}" for x, t in zip(X, y)]
     path.write_text("\n".join(rows) + "\n")
@@ -79,6 +79,14 @@ def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
     assert argv[0] == "noisysgd"
     if "data.csv" in argv:
         _write_data(cwd / "data.csv")
+    if "new.csv" in argv:  # new rows of the same distribution, for `noisysgd predict`
+        _write_data(cwd / "new.csv", seed=1, rows=200)
+    if argv[1] == "predict" and "model/" in argv:  # the model the README's `noisysgd train` example writes
+        _write_data(cwd / "data.csv")
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["train", str(cwd / "data.csv"), "--target", "label", "--epsilon", "1", "--delta", "1e-5",
+                         "--feature-clip", "2", "--holdout", "0.2", "--seed", "0", "--out", str(cwd / "model"),
+                         "--quiet"]) == 0
     old, old_cols = os.getcwd(), os.environ.get("COLUMNS")
     os.chdir(cwd)
     os.environ["COLUMNS"] = COLUMNS

@@ -30,6 +30,7 @@ whole data set, and rank 0 alone writes the outputs (atomically).
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -96,12 +97,18 @@ def add_train_parser(sub, parser_class, formatter) -> None:
     privacy.add_argument("--noise-multiplier", type=float,
                          help="train with this noise multiplier and report epsilon instead")
     p.add_argument("--delta", type=float, help="delta in (0, 1) (default min(1e-5, 1/(10 n)))")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=256, help="capped at n; ignored for full")
-    p.add_argument("--batching", default="cyclic", choices=BATCHING_SCHEMES)
+    p.add_argument("--epochs", type=_int_or_auto, default="auto",
+                   help="passes over the data, or auto (default: chosen with --batch-size, --batching and "
+                        "--alpha from public quantities only: n, d, classes, epsilon, delta, the loss constants)")
+    p.add_argument("--batch-size", type=_int_or_auto, default="auto", help="capped at n; ignored for full (default auto)")
+    p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
     p.add_argument("--lr", default="auto",
                    help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
-    p.add_argument("--alpha", type=float, default=0.01, help="L2 regularization lambda (default 0.01)")
+    p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
+    p.add_argument("--holdout", type=float, metavar="FRACTION",
+                   help="keep this fraction of the rows out of training (a seeded random split, drawn before "
+                        "training; the certificate covers the training rows) and report the model's accuracy "
+                        "(or RMSE) on them")
     p.add_argument("--feature-clip", type=float, default=1.0,
                    help="R: features scaled to norm <= R (fix it from the feature range, not the data)")
     p.add_argument("--clip-norm", type=float, help="per-example gradient clipping norm")
@@ -212,6 +219,74 @@ def _learning_rate(text):
         raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {text!r}.") from None
 
 
+def _int_or_auto(text):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number or 'auto' was expected. Found {text!r}.") from None
+
+
+def _float_or_auto(text):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number or 'auto' was expected. Found {text!r}.") from None
+
+
+def _schedule(args, loss, n: int, d: int, epsilon) -> tuple[dict, dict]:
+    """epochs, batch_size, batching and alpha for ``fit_private``: the flags as given, and
+    those left at "auto" chosen as the estimators choose them (public quantities only:
+    :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
+    from .estimators import _NoisySGDBase
+
+    for name in ("epochs", "batch_size"):
+        v = getattr(args, name)
+        if v != "auto" and v < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a whole number >= 1 or auto. Found {v}.")
+    if args.alpha != "auto" and not args.alpha >= 0:
+        raise ValueError(f"--alpha must be a number >= 0 or auto. Found {args.alpha}.")
+    p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
+         "epsilon": epsilon, "delta": args.delta, "noise_multiplier": args.noise_multiplier,
+         "learning_rate": _learning_rate(args.lr), "feature_clip": args.feature_clip,
+         "clip_norm": args.clip_norm, "diameter": args.diameter, "adjacency": args.adjacency}
+    if p["batching"] not in ("auto", "full") and p["batch_size"] == "auto" and "auto" not in (
+            p["epochs"], p["alpha"]):
+        p["batch_size"] = 256  # a minibatch scheme with nothing else left to choose: the former default
+    config = _NoisySGDBase._configure(None, p, loss, n, d, args.target_bound)
+    batch = p["batch_size"]
+    if p["batching"] == "full":
+        batch = None
+    elif batch is not None and batch >= 1:
+        batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
+    return {"epochs": p["epochs"], "batch_size": batch, "batching": p["batching"], "l2": p["alpha"]}, config
+
+
+def _split_holdout(args, n: int):
+    """(training rows, held-out rows) for --holdout: a uniformly random split drawn from
+    --seed (fresh entropy without one), before and independently of training."""
+    f = args.holdout
+    if not (0 < f < 1):
+        raise ValueError(f"--holdout must be a fraction in (0, 1). Found {f}.")
+    k = int(round(f * n))
+    if k < 1 or n - k < 2:
+        raise ValueError(f"--holdout {f} leaves {k} held-out and {n - k} training rows of {n}: "
+                         "both need at least one (training at least two).")
+    seed = None if args.secure_mode else (None if args.seed is None else [args.seed, 0x401D])
+    perm = np.random.default_rng(seed).permutation(n)
+    return np.sort(perm[k:]), np.sort(perm[:k])
+
+
+def _quality(task, pred, y, classes) -> float:
+    if task == "regression":
+        return float(np.sqrt(np.mean((pred - y) ** 2)))
+    hits = (pred == (2 * y - 1)) if classes.size == 2 else (pred == y)
+    return float(np.mean(hits))
+
+
 def _check_flags(args) -> None:
     """The checkpoint and secure-mode flags, before anything is read."""
     if args.secure_mode and args.seed is not None:
@@ -243,18 +318,20 @@ def cmd_train(args) -> int:
     _check_flags(args)
     table = load_table(args.data, target=args.target)
     loss, y, classes = _loss(args, table.y)
+    X = table.X
+    holdout = None
+    if args.holdout is not None:
+        train_rows, held = _split_holdout(args, X.shape[0])
+        holdout = (X[held], y[held])
+        X, y = X[train_rows], y[train_rows]
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    n = table.X.shape[0]
-    batch = args.batch_size
-    if args.batching == "full":
-        batch = None
-    elif batch >= 1:
-        batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
+    n = X.shape[0]
+    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon)
     start = time.perf_counter()
     fit = fit_private(
-        table.X, y, loss, epochs=args.epochs, batch_size=batch, batching=args.batching,
+        X, y, loss, **schedule,
         feature_clip=args.feature_clip, epsilon_target=epsilon, delta=args.delta,
-        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr), l2=args.alpha,
+        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
         clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
         adjacency=args.adjacency, initialization=args.initialization,
         analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
@@ -264,15 +341,23 @@ def cmd_train(args) -> int:
     )
     seconds = time.perf_counter() - start
     result = fit.result
-    pred = result.predict(table.X)
-    if args.task == "regression":
-        quality = {"train_rmse": float(np.sqrt(np.mean((pred - y) ** 2)))}
-    else:
-        hits = (pred == (2 * y - 1)) if classes.size == 2 else (pred == y)
-        quality = {"train_accuracy": float(np.mean(hits))}
+    metric = "train_rmse" if args.task == "regression" else "train_accuracy"
+    quality = {metric: _quality(args.task, result.predict(X), y, classes)}
+    extra = {}
+    if holdout is not None:
+        name = "rmse" if args.task == "regression" else "accuracy"
+        extra["holdout"] = {
+            name: _quality(args.task, result.predict(holdout[0]), holdout[1], classes),
+            "rows": int(holdout[0].shape[0]),
+            "fraction": args.holdout,
+            "note": ("rows split off at random before training and not used in it (the certificate's n is "
+                     "the training rows); the score is computed on them, so publishing it releases "
+                     "information about those rows that the certificate does not cover"),
+        }
+    fit.certificate["config"] = config
     return _finish(args, out, loss=loss, classes=classes, target=table.target,
                    feature_names=table.feature_names, source=table.path, n=n, fit=fit, quality=quality,
-                   seconds=seconds)
+                   seconds=seconds, extra=extra)
 
 
 def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, quality, seconds,
@@ -319,10 +404,21 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
               + ", ".join(f"{a}-{b}" for a, b in ledger["sessions"]) + "); the noise was not calibrated again")
     print(f"privacy: {fit.certificate['certificate']['guarantee']}")
     print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
+    config = fit.certificate.get("config") or {}
+    if config.get("auto"):
+        run = fit.run
+        alpha = config.get("chosen", {}).get("alpha", run.strong_convexity)
+        print(f"configuration (auto, from public quantities only): batching={run.batching}, batch size "
+              f"{run.batch_size or n}, {run.epochs:g} epochs, alpha={alpha:g}")
     if args.secure_mode:
         print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
     name, value = next(iter(quality.items()))
     print(f"{name.replace('_', ' ')} = {value:.4f} (on the training data; not private)")
+    held = (extra or {}).get("holdout")
+    if held is not None:
+        name = "accuracy" if "accuracy" in held else "rmse"
+        print(f"hold-out {name} = {held[name]:.4f} ({held['rows']} rows split off before training and not used "
+              "in it; not covered by the certificate)")
     print(f"wrote {out}/model.json, certificate.json, metrics.json")
     if args.checkpoint is not None:
         print(f"deleted the checkpoint {args.checkpoint} (it held secret training state)")
@@ -356,6 +452,9 @@ def _cmd_train_distributed(args, env) -> int:
         raise ValueError(f"--workers must be a whole number >= 1. Found {args.workers}.")
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds. Found {args.timeout}.")
+    if args.holdout is not None:
+        raise ValueError("--holdout is not available for data-parallel training (--workers, torchrun): "
+                         "split the data into training and hold-out files, and score with noisysgd predict.")
     if args.backend == "nccl" and env is None:
         raise ValueError("--backend nccl needs torchrun (one GPU per process); --workers uses gloo.")
     _check_flags(args)
@@ -464,16 +563,16 @@ def _train_rank(rank, world, args, out) -> None:
     else:
         loss, y_enc, classes = _loss(args, y)
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    batch = None if args.batching == "full" else min(args.batch_size, n) if args.batch_size >= 1 else args.batch_size
+    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon)  # the same on every rank
     device = "cpu"
     if args.backend == "nccl":
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
     trainer = functools.partial(_shard_trainer, rows=offset, device=device)
     start = time.perf_counter()
     fit = fit_private(
-        X, y_enc, loss, epochs=args.epochs, batch_size=batch, batching=args.batching,
+        X, y_enc, loss, **schedule,
         feature_clip=args.feature_clip, epsilon_target=epsilon, delta=args.delta,
-        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr), l2=args.alpha,
+        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
         clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
         adjacency=args.adjacency, initialization=args.initialization,
         analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
@@ -495,6 +594,7 @@ def _train_rank(rank, world, args, out) -> None:
     dist.all_gather_object(sums, local)
     if rank != 0:
         return
+    fit.certificate["config"] = config
     total = float(sum(sums))
     quality = ({"train_rmse": float(np.sqrt(total / n))} if args.task == "regression"
                else {"train_accuracy": total / n})
