@@ -137,10 +137,52 @@ def _load_csv(p: Path, target: str) -> Table:
     return Table(X, y, names, target, str(p))
 
 
+def npz_memmap(path, member: str = "X"):
+    """The array ``member`` of an NPZ file, memory-mapped from the file — or None when it
+    cannot be: a compressed member (``np.savez_compressed``), a Fortran-ordered one, or a
+    dtype other than float32/float64.  Written by ``np.savez``, an array is stored
+    uncompressed, so its bytes lie contiguous in the file after the member's zip header
+    and ``.npy`` header; nothing is read but those headers."""
+    import struct
+    import zipfile
+
+    name = member + ".npy"
+    with open(path, "rb") as f:
+        with zipfile.ZipFile(f) as z:
+            try:
+                info = z.getinfo(name)
+            except KeyError:
+                return None
+        if info.compress_type != zipfile.ZIP_STORED:
+            return None
+        f.seek(info.header_offset)
+        local = f.read(30)
+        if local[:4] != b"PK\x03\x04":
+            return None
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        f.seek(info.header_offset + 30 + name_len + extra_len)
+        version = np.lib.format.read_magic(f)
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read(f)
+        offset = f.tell()
+    if fortran or dtype not in (np.dtype(np.float64), np.dtype(np.float32)) or len(shape) != 2:
+        return None
+    if shape[0] == 0:
+        return None
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+
+
 def _load_npz(p: Path, target: str) -> Table:
+    """NPZ: ``X`` memory-mapped when it is stored uncompressed (float32/64), so a file larger
+    than memory is read a batch at a time by the data-parallel engine; the target in memory."""
+    try:
+        X_mapped = npz_memmap(p)
+    except (OSError, ValueError):
+        X_mapped = None  # np.load below names what is wrong with the file
     try:
         with np.load(p, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+            arrays = {k: (X_mapped if k == "X" and X_mapped is not None else data[k]) for k in data.files}
     except (OSError, ValueError) as exc:
         raise ValueError(f"data must be a readable .npz file. Found {str(p)!r}: {exc}.") from None
     if "X" not in arrays:
@@ -154,10 +196,14 @@ def _load_npz(p: Path, target: str) -> Table:
     y = arrays[target] if target is not None else np.zeros(X.shape[0] if X.ndim else 0)
     if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
         raise ValueError(f"data must hold a 2-D numeric array 'X'. Found shape {X.shape}, dtype {X.dtype}.")
-    X = X.astype(float)
-    if not np.all(np.isfinite(X)):
-        i, k = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(f"data must hold finite numbers in X. Found {X[i, k]!r} at row {i}, column {k}.")
+    if not isinstance(X, np.memmap):
+        X = X.astype(float)
+    for start in range(0, X.shape[0], 1 << 14):  # a block of rows at a time: X may exceed memory
+        block = X[start:start + (1 << 14)]
+        if not np.isfinite(block).all():
+            i, k = np.argwhere(~np.isfinite(block))[0]
+            raise ValueError(f"data must hold finite numbers in X. Found {float(block[i, k])!r} at row {start + i}, "
+                             f"column {k}.")
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"target must be a 1-D array with one entry per row of X ({X.shape[0]}). Found shape {y.shape}.")
     if np.issubdtype(y.dtype, np.number):

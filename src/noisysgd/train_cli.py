@@ -521,8 +521,10 @@ def _read_rank_rows(path, target, rank, world):
             if tables and table.feature_names != tables[0].feature_names:
                 raise ValueError(f"data: shard {shard.path!r} has other feature columns than {mine[0].path!r}.")
             tables.append(table)
-        X = np.concatenate([t.X for t in tables])
-        y = np.concatenate([t.y for t in tables])
+        # one shard per rank keeps a memory-mapped X as it is (read a batch at a time);
+        # several are joined in memory
+        X = tables[0].X if len(tables) == 1 else np.concatenate([t.X for t in tables])
+        y = tables[0].y if len(tables) == 1 else np.concatenate([t.y for t in tables])
         n = sum(s.rows for s in shards)
         return X, y, mine[0].start, n, tables[0].feature_names, f"{path} ({len(shards)} shards)"
     table = load_table(path, target=target)  # one file: every rank reads it and keeps its block of rows
@@ -585,11 +587,13 @@ def _train_rank(rank, world, args, out) -> None:
         resume=args.resume and rank == 0, keep_checkpoint=rank == 0 and args.checkpoint is not None,
     )
     seconds = time.perf_counter() - start
-    pred = fit.result.predict(X)
-    if args.task == "regression":
-        local = float(np.sum((pred - y_enc) ** 2))
-    else:
-        local = float(np.sum((pred == (2 * y_enc - 1)) if classes.size == 2 else (pred == y_enc)))
+    local = 0.0
+    for lo in range(0, X.shape[0], 1 << 16):  # a block of rows at a time: X may be memory-mapped
+        pred, yb = fit.result.predict(X[lo:lo + (1 << 16)]), y_enc[lo:lo + (1 << 16)]
+        if args.task == "regression":
+            local += float(np.sum((pred - yb) ** 2))
+        else:
+            local += float(np.sum((pred == (2 * yb - 1)) if classes.size == 2 else (pred == yb)))
     sums = [None] * world
     dist.all_gather_object(sums, local)
     if rank != 0:

@@ -74,10 +74,12 @@ Data larger than memory.  When a rank's ``X`` is a :class:`numpy.memmap`
 augmented X̄ is never formed: each step reads the rows of its batch from the
 file and augments them with :func:`~noisysgd.train.losses._augment`'s
 arithmetic (the model is bit-identical to the in-memory one); ``full``
-batches go through in chunks of 65 536 rows.  What stays in memory is O(n)
-per rank (row norms, thresholds, labels; the permutation of shuffle/cyclic)
-plus, while the input is checked, numpy's n×d boolean of the finiteness test
-(``benchmarks/distributed_speed.py --rss``).
+batches go through in chunks of 65 536 rows; the input is checked a block of
+rows at a time.  What stays in memory is O(n) per rank, about 100 bytes per row
+whatever d is (row norms, thresholds, labels; the permutation of shuffle/cyclic;
+a Poisson step's draws): ``benchmarks/distributed_speed.py --rss``, and
+``benchmarks/memory.py`` (a job under a memory limit 4× smaller than its data).
+``noisysgd train`` memory-maps an uncompressed NPZ (:func:`noisysgd.io.npz_memmap`).
 
 Faults.  A collective that fails (a rank that died, or the process group's
 timeout, :func:`torch.distributed.init_process_group`'s ``timeout``) stops
@@ -89,7 +91,6 @@ What is released: as for :func:`train`, a certificate covers ``coef`` only.
 
 from __future__ import annotations
 
-import copy
 import secrets
 
 import numpy as np
@@ -321,13 +322,10 @@ def train_distributed(
         if count is None:
             raise ValueError(f"X must be a 2-D array. Found shape {np.shape(Xa)}.")
         idx = local_rows(rows, count, run.n)
-        # the numpy engine's checks, on this shard (its row count stands for n)
-        shard_run = copy.copy(run)
-        object.__setattr__(shard_run, "n", count)
-        p = _prepare(shard_run, loss, Xa, ya, feature_clip=feature_clip, target_bound=target_bound,
+        # the numpy engine's checks, on this shard's rows
+        p = _prepare(run, loss, Xa, ya, feature_clip=feature_clip, target_bound=target_bound,
                      init=init, random_state=None if random_state is None else int(random_state),
-                     dtype=dtype, callback=None, secure_mode=secure_mode)
-        p.run = run
+                     dtype=dtype, callback=None, secure_mode=secure_mode, n_rows=count)
         constants, checked = _checked_constants(run, loss, p, analyses)
         _derivative_for(loss)
         dev = _resolve_device(torch, device)

@@ -275,7 +275,9 @@ class _Prepared:
 
 
 def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
-             secure_mode=False):
+             secure_mode=False, n_rows=None):
+    """Validate and convert the inputs of a training run.  ``n_rows``: the rows ``X`` must
+    have (default ``run.n``; a data-parallel rank holds a shard of the run's n rows)."""
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
     run.require("steps", "learning_rate", "noise_multiplier", why="to train")
@@ -287,8 +289,10 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
     dt = _float_dtype(dtype)
     X = _features(X)
-    if X.shape[0] != run.n:
+    if n_rows is None and X.shape[0] != run.n:
         raise ValueError(f"X must have run.n = {run.n} rows. Found {X.shape[0]}.")
+    if n_rows is not None and X.shape[0] != n_rows:
+        raise ValueError(f"X must have this shard's {n_rows} rows. Found {X.shape[0]}.")
     raw_y = np.asarray(y)
     Y = loss.encode_labels(y, target_bound=Yb)
     if Y.shape[0] != X.shape[0]:

@@ -124,9 +124,20 @@ def _features(X) -> np.ndarray:
         raise ValueError("X must be a 2-D array of numbers.") from None
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array (n, d). Found shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
+    if not all_finite(X):
         raise ValueError("X must be finite. Found NaN or infinite entries.")
     return X
+
+
+#: rows per block when a large array is checked block by block
+_CHECK_ROWS = 1 << 14
+
+
+def all_finite(X) -> bool:
+    """Whether every entry of the 2-D float array ``X`` is finite, checked a block of rows
+    at a time: the temporary is a block's boolean, not an n×d one (``X`` may be a
+    memory-mapped file larger than memory)."""
+    return all(np.isfinite(X[i:i + _CHECK_ROWS]).all() for i in range(0, X.shape[0], _CHECK_ROWS))
 
 
 def _row_norms(X: np.ndarray) -> np.ndarray:

@@ -1,0 +1,101 @@
+"""Data larger than memory: NPZ features are memory-mapped, not read, and checked a block at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from noisysgd.io import load_table, npz_memmap
+from noisysgd.train.losses import all_finite
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 6))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def test_uncompressed_npz_is_memory_mapped(tmp_path, arrays):
+    X, y = arrays
+    np.savez(tmp_path / "plain.npz", X=X, y=y)
+    np.savez(tmp_path / "f32.npz", X=X.astype(np.float32), y=y)
+    for name, dtype in (("plain", np.float64), ("f32", np.float32)):
+        t = load_table(tmp_path / f"{name}.npz", target="y")
+        assert isinstance(t.X, np.memmap) and t.X.dtype == dtype and str(t.X.filename).endswith(f"{name}.npz")
+        np.testing.assert_array_equal(np.asarray(t.X), X.astype(dtype))
+        np.testing.assert_array_equal(t.y, y)
+
+
+@pytest.mark.parametrize("how", ["compressed", "fortran", "int"])
+def test_other_npz_members_are_read_into_memory(tmp_path, arrays, how):
+    X, y = arrays
+    path = tmp_path / "a.npz"
+    if how == "compressed":
+        np.savez_compressed(path, X=X, y=y)
+    elif how == "fortran":
+        np.savez(path, X=np.asfortranarray(X), y=y)
+    else:
+        X = np.round(X * 10).astype(np.int64)
+        np.savez(path, X=X, y=y)
+    assert npz_memmap(path) is None
+    t = load_table(path, target="y")
+    assert not isinstance(t.X, np.memmap)
+    np.testing.assert_array_equal(t.X, X.astype(float))
+
+
+def test_a_bad_cell_is_named_from_a_memory_mapped_file(tmp_path, arrays):
+    X, y = arrays
+    X = X.copy()
+    X[257, 4] = np.inf
+    np.savez(tmp_path / "bad.npz", X=X, y=y)
+    with pytest.raises(ValueError, match=r"Found inf at row 257, column 4"):
+        load_table(tmp_path / "bad.npz", target="y")
+
+
+def test_all_finite_checks_every_block(monkeypatch):
+    import noisysgd.train.losses as losses
+
+    monkeypatch.setattr(losses, "_CHECK_ROWS", 7)
+    X = np.zeros((50, 3))
+    assert all_finite(X)
+    for i in (0, 6, 7, 49):
+        Z = X.copy()
+        Z[i, 2] = np.nan
+        assert not all_finite(Z), i
+
+
+def test_ranks_keep_their_shard_memory_mapped(tmp_path, arrays):
+    """`noisysgd train --workers K` / torchrun: a rank holding one shard (or its block of one
+    file) keeps X memory-mapped, so the engine reads a batch of rows at a time."""
+    from noisysgd.train_cli import _read_rank_rows
+
+    X, y = arrays
+    np.savez(tmp_path / "all.npz", X=X, y=y)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    np.savez(shards / "p0.npz", X=X[:100], y=y[:100])
+    np.savez(shards / "p1.npz", X=X[100:], y=y[100:])
+    for path in (tmp_path / "all.npz", shards):
+        for rank in (0, 1):
+            Xr, yr, offset, n, _, _ = _read_rank_rows(str(path), "y", rank, 2)
+            assert isinstance(Xr, np.memmap) and n == 300
+            np.testing.assert_array_equal(np.asarray(Xr), X[offset:offset + Xr.shape[0]])
+            np.testing.assert_array_equal(yr, y[offset:offset + Xr.shape[0]])
+
+
+def test_memory_mapped_npz_trains_the_same_model(tmp_path, arrays):
+    """The distributed engine on one process, X memory-mapped from an NPZ, equals train() on the array."""
+    pytest.importorskip("torch")
+    from noisysgd import Run
+    from noisysgd.train import BinaryLogistic, train
+    from noisysgd.train.distributed import train_distributed
+
+    X, y = arrays
+    np.savez(tmp_path / "a.npz", X=X, y=y)
+    Xm = load_table(tmp_path / "a.npz", target="y").X
+    run = Run(n=300, batch_size=30, batching="shuffle", steps=40, learning_rate=0.5, noise_multiplier=2.0,
+              lipschitz=np.sqrt(2.0), smoothness=0.51, strong_convexity=0.01, convex=True)
+    a = train(run, BinaryLogistic(), X, y, feature_clip=1.0, random_state=3).coef
+    b = train_distributed(run, BinaryLogistic(), Xm, y, feature_clip=1.0, random_state=3).coef
+    np.testing.assert_allclose(b, a, rtol=0, atol=1e-12)
