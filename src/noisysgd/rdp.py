@@ -489,8 +489,62 @@ def replace_one_sampled_gaussian_rdp(orders, q, sigma) -> np.ndarray:
     loose = sampled_gaussian_rdp(alpha, p, s / 2.0)
     if p == 0.0 or p == 1.0:
         return loose
-    tight = np.array(_replace_one_cached(tuple(alpha.tolist()), p, s))
+    tight = _replace_one_on_grid(alpha, p, s)
     return _monotone_envelope(alpha, np.minimum(tight, loose))
+
+
+#: Orders computed by quadrature: at most every ``_REPLACE_STRIDE``-th of a long order grid
+#: (and its last); the others are bounded by the chord of the convex log A_α (see below).
+_REPLACE_STRIDE = 4
+#: ... and only between orders within this ratio of each other (a tight chord).
+_REPLACE_SPAN = 1.25
+#: ... and where D_α grows by at most this factor between the two (else every order is integrated).
+_REPLACE_JUMP = 1.3
+
+
+def _replace_one_on_grid(alpha: np.ndarray, q: float, sigma: float) -> np.ndarray:
+    """Upper bounds of D_α at every order of ``alpha``: the quadrature bound at every
+    ``_REPLACE_STRIDE``-th order (the first and last always), and between two such orders
+    α₀ < α < α₁ the chord of f(α) = (α−1)·D_α = log A_α:
+
+        f(α) ≤ f̂(α₀) + (α − α₀)/(α₁ − α₀)·(f̂(α₁) − f̂(α₀)),
+
+    valid because A_α = E_Q[e^{α·log(P/Q)}] is a moment generating function in α, so
+    log A_α is convex (Hölder), and f̂ ≥ f at the two ends.  Orders are skipped only
+    where they are close ((α₁−1) ≤ 1.25·(α₀−1)) and D_α grows by at most 1.3× between the
+    two ends; elsewhere (the steep stretch where a sampled Gaussian's RDP turns from ~q²α
+    to ~α/σ²) every order is integrated.  This integrates about a third of the default
+    grid's orders (2.5–3.7× faster); the chord is within ~3 % of the per-order bound and ε
+    at δ = 1e-5 within 0.5 % (benchmarks/replace_one_speed.py).  Short order lists (≤ 40
+    orders, as tests pass) are computed at every order."""
+    n = alpha.size
+    if n <= 40 or not np.all(np.diff(alpha) > 0):
+        return np.array(_replace_one_cached(tuple(alpha.tolist()), q, sigma))
+    nodes, i = [0], 0
+    while i < n - 1:  # skip at most STRIDE − 1 orders, and only where the orders are close
+        j = min(i + _REPLACE_STRIDE, n - 1)
+        while j > i + 1 and alpha[j] - 1.0 > _REPLACE_SPAN * (alpha[i] - 1.0):
+            j -= 1
+        nodes.append(j)
+        i = j
+    nodes = np.array(nodes)
+    at = np.array(_replace_one_cached(tuple(alpha[nodes].tolist()), q, sigma))
+    f = at * (alpha[nodes] - 1.0)
+    out = np.empty(n)
+    out[nodes] = at
+    for j in range(nodes.size - 1):
+        i0, i1 = nodes[j], nodes[j + 1]
+        inner = np.arange(i0 + 1, i1)
+        if inner.size == 0:
+            continue
+        if not (np.isfinite(f[j]) and np.isfinite(f[j + 1])) or at[j + 1] > _REPLACE_JUMP * at[j]:
+            # a steep stretch (where a sampled Gaussian's RDP turns from ~q²α to ~α/σ²) or an
+            # infinite end: a chord would be loose there, so integrate every order
+            out[inner] = _replace_one_cached(tuple(alpha[inner].tolist()), q, sigma)
+            continue
+        w = (alpha[inner] - alpha[i0]) / (alpha[i1] - alpha[i0])
+        out[inner] = (f[j] + w * (f[j + 1] - f[j])) / (alpha[inner] - 1.0) * (1 + 4 * _EPS)
+    return out
 
 
 #: Largest number of grid cells on the x > 0 side for one order.
