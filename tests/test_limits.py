@@ -4,6 +4,7 @@ import itertools
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 
 import noisysgd
@@ -179,3 +180,55 @@ def test_refusals():
         limit_epsilon("run", 1e-5)
     with pytest.raises(ValueError, match="noise_multiplier"):
         limit_epsilon(Run(**{**ok, "noise_multiplier": None}), 1e-5)
+
+
+# ----------------------------------------------------------------- the limit line in plan and calibrate
+
+
+def _plan_run():
+    return Run(n=5000, batch_size=250, batching="poisson", steps=1, learning_rate=0.5, noise_multiplier=3.0,
+               lipschitz=1.0, smoothness=1.0, strong_convexity=1e-2)
+
+
+def test_plan_carries_the_limit_line():
+    import noisysgd
+    from noisysgd.limits import limit_epsilon
+
+    run = _plan_run()
+    p = noisysgd.plan(run, delta=1e-5, epochs="1:60", analyses=["composition", "ye-shokri"])
+    line = p.limit_line
+    assert line["epochs"][0] == 1 and line["epochs"][-1] == 60 and len(line["epochs"]) <= 8
+    for e, v in zip(line["epochs"], line["epsilon"]):
+        assert v == pytest.approx(limit_epsilon(run.replace(steps=e * run.steps_per_epoch), 1e-5), rel=1e-12)
+        # the limit is a lower bound: every sound curve of the plan lies above it
+        i = int(np.flatnonzero(p.epochs == e)[0])
+        assert all(c.epsilon[i] >= v * (1 - 1e-9) for c in p.curves.values() if c.applies and c.sound)
+    assert p.to_dict()["limit_line"] == line
+    assert "limit line: no sound analysis" in p.summary()
+
+
+def test_plan_says_why_there_is_no_limit_line():
+    import noisysgd
+
+    run = _plan_run().replace(diameter=10.0)
+    p = noisysgd.plan(run, delta=1e-5, epochs="1:3", analyses=["composition"])
+    assert "reason" in p.limit_line and "limit line: n/a" in p.summary()
+
+
+def test_calibrate_cli_reports_the_limit_noise(capsys):
+    import json
+
+    from noisysgd.cli import main
+    from noisysgd.limits import limit_delta
+
+    argv = ["calibrate", "--n", "5000", "--batch-size", "250", "--batching", "poisson", "--lr", "0.5",
+            "--lipschitz", "1", "--smoothness", "1", "--strong-convexity", "0.01", "--epochs", "20",
+            "--epsilon", "1", "--delta", "1e-5"]
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    z_lim, z = out["limit"]["noise_multiplier"], out["noise_multiplier"]
+    assert 0 < z_lim <= z
+    run = _plan_run().replace(steps=20 * 20, noise_multiplier=z_lim)
+    assert limit_delta(run, 1.0) > 1e-5  # at z_lim even the linear instance misses the target
+    assert main(argv) == 0
+    assert "limit: no sound analysis can meet this target with z below" in capsys.readouterr().out

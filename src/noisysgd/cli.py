@@ -469,16 +469,44 @@ def _limit(run, delta) -> tuple[float | None, str | None]:
 def _cmd_calibrate(args) -> int:
     from .accountant import calibrate
 
+    run = _run_from_args(args)
     cal = calibrate(
-        _run_from_args(args), epsilon=args.epsilon, delta=args.delta, analyses=args.analysis,
+        run, epsilon=args.epsilon, delta=args.delta, analyses=args.analysis,
         orders=args.orders, conversion=args.conversion, include_unsound=args.include_unsound,
         rel_tol=args.rel_tol, progress=_progress(args),
     )
+    limit, why = _limit_noise(run, args.epsilon, args.delta)
     if args.json:
-        print(json.dumps(cal.to_dict(), indent=2, allow_nan=False))
+        out = cal.to_dict()
+        out["limit"] = {"noise_multiplier": limit, "reason": why}
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print(cal.summary())
+        from .text import fill
+
+        if limit is None:
+            print(fill(f"limit: n/a ({why})"))
+        elif limit > 0:
+            print(fill(f"limit: no sound analysis can meet this target with z below {limit:.4g} (the exact "
+                       "privacy of this run's linear + ridge instance; noisysgd.limits; altschuler-talwar, "
+                       f"which needs a projection, excepted): the calibrated z is {_above(cal.noise_multiplier, limit)}"))
     return 0
+
+
+def _above(value: float, floor: float) -> str:
+    r = value / floor
+    return f"{100 * (r - 1):.2g}% above it" if r < 2 else f"{r:.3g}x it"
+
+
+def _limit_noise(run, epsilon, delta) -> tuple[float | None, str | None]:
+    """The smallest z any sound analysis (in the linear + ridge class) could calibrate to
+    (:func:`noisysgd.limits.limit_noise_multiplier`), or why there is none."""
+    from .limits import limit_noise_multiplier
+
+    try:
+        return limit_noise_multiplier(run, epsilon, delta), None
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def _cmd_plan(args) -> int:

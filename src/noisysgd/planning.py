@@ -113,6 +113,9 @@ class Plan:
     budget: EpochBudget | None = None
     details: dict = field(default_factory=dict)
     conversion: str = "improved"
+    #: The limit line (:mod:`noisysgd.limits`): ``{"epochs": [...], "epsilon": [...]}`` at up to
+    #: LIMIT_POINTS of the plan's epochs, or ``{"reason": ...}`` where it does not apply.
+    limit_line: dict | None = None
 
     def __repr__(self) -> str:
         return short_repr(
@@ -151,6 +154,7 @@ class Plan:
             "include_unsound": self.include_unsound,
             "analyses": {name: c.to_dict() for name, c in self.curves.items()},
             "budget": None if self.budget is None else self.budget.to_dict(),
+            "limit_line": self.limit_line,
             "details": self.details,
         }
 
@@ -281,7 +285,7 @@ def plan(
             return get_analysis(name).curve(run, epochs * per_epoch, delta=d, orders=alpha,
                                             conversion=conversion)
 
-    stages = bar(len(chosen) + 2 + (target is not None), "plan", progress, unit="stage")
+    stages = bar(len(chosen) + 3 + (target is not None), "plan", progress, unit="stage")
     on_grid = {}
     for name in chosen:
         stages.set_description_str(f"plan: {name}")
@@ -335,6 +339,9 @@ def plan(
         budget = max_epochs(run, epsilon=target, delta=d, analyses=analyses, orders=orders,
                             conversion=conversion, include_unsound=include_unsound)
         stages.update()
+    stages.set_description_str("plan: limit line")
+    line = limit_line(run, ep, d)
+    stages.update()
     stages.close()
     details = {
         "steps_per_epoch": per_epoch,
@@ -349,7 +356,34 @@ def plan(
             "'exact' is true; between them it is the next computed value, an upper bound since "
             "composition never lowers epsilon with more steps"
         )
-    return Plan(run, d, ep, curves, best_eps, best_names, include_unsound, budget, details, conversion)
+    return Plan(run, d, ep, curves, best_eps, best_names, include_unsound, budget, details, conversion, line)
+
+
+#: Most epochs at which a plan evaluates the limit line (each costs up to ~0.5 s for
+#: Poisson batches); they include the plan's first and last epochs.
+LIMIT_POINTS = 8
+
+
+def limit_line(run: Run, epochs: np.ndarray, delta: float) -> dict:
+    """ε of the linear + ridge instance of ``run`` (:func:`noisysgd.limits.limit_epsilon`)
+    after some of ``epochs``: no sound analysis in the instance's class can certify less
+    there.  At most :data:`LIMIT_POINTS` epochs, log-spaced among the plan's.  Where the
+    limit does not apply (a projection, a step-size schedule, ...) ``{"reason": ...}``."""
+    from .limits import limit_epsilon
+
+    ep = np.asarray(epochs, dtype=np.int64)
+    if ep.size > LIMIT_POINTS:
+        idx = np.unique(np.round(np.geomspace(1, ep.size, LIMIT_POINTS)).astype(int) - 1)
+        ep = ep[idx]
+    values = []
+    for e in ep:
+        try:
+            values.append(limit_epsilon(run.replace(steps=int(e) * run.steps_per_epoch), delta))
+        except ValueError as exc:
+            return {"reason": str(exc)}
+    return {"epochs": [int(e) for e in ep], "epsilon": [_finite(v) for v in values],
+            "meaning": "exact privacy of the run's linear + ridge instance: no sound analysis in its class "
+                       "(all but altschuler-talwar, which needs a projection) can certify less"}
 
 
 def _crossover_index(hidden, baseline) -> int | None:

@@ -313,6 +313,12 @@ def _crossover_curves(settings: list[_Setting], *, delta, epochs, orders, pld: b
         curves[s.key + s.analysis] = Curve(
             s.label + (f", limit {limit:.4g}" if limit is not None else ""), ep, hidden.epsilon,
             {"color": color, "lw": 2.5})
+        line = (both or rdp_plan).limit_line or {}
+        if line.get("epsilon"):  # no sound analysis can go below it (noisysgd.limits)
+            curves[s.key + "limit line"] = Curve(
+                f"{s.prefix}limit line: no sound bound below",
+                np.asarray(line["epochs"]), np.asarray(line["epsilon"], dtype=float),
+                {"color": color, "ls": (0, (4, 3)), "lw": 0.9, "marker": ".", "ms": 4})
         cross_rdp = rdp_plan.curves[s.analysis].crossover_epoch
         cross = None if both is None else hidden.crossover_epoch
         lines = []
@@ -879,6 +885,8 @@ def _ye_shokri_crossover(samp: Run, cyc: Run, *, delta: float, max_epochs: int, 
          "one Gaussian mechanism per epoch. Shuffled batches are left out: ye-shokri refuses them "
          "(Theorem 4.2 covers one partition reused every epoch; see ye-shokri-reshuffle)."),
         f"{numbers('sample')}; {numbers('cyclic')}.",
+        ("Thin dashed lines with dots: the limit line, the exact privacy of the run's linear + ridge "
+         "instance (noisysgd.limits): no sound analysis in its class can certify less."),
         _plan_text(True, "for sample batches at the marked epochs, bisected around the cross-over; "
                          "for cyclic batches the exact Gaussian curve"),
     ])
@@ -1137,6 +1145,10 @@ def _plan_ylim(plan, curves: dict[str, Curve], budget: float | None):
         if v.size and v.max() <= _PLAN_KEEP * ref:
             kept.add(name)
             values.append(v)
+    line = finite((plan.limit_line or {}).get("epsilon", []))
+    if line.size and best.size and line[-1] >= best[-1] / 2:  # the limit line where it is close to the best
+        kept.add("limit line")
+        values.append(line)
     allv = np.concatenate(values)
     lo, hi = float(allv.min()), float(allv.max())
     if hi / lo >= 4.0:
@@ -1198,6 +1210,12 @@ def plan_figure_data(plan) -> FigureData:
         curves[name] = Curve(label, epochs, c.epsilon, style)
     curves["best"] = Curve("best sound bound", epochs, plan.best_epsilon,
                            {"color": "k", "lw": 3, "alpha": 0.35})
+    line = plan.limit_line or {}
+    if line.get("epsilon"):
+        curves["limit line"] = Curve(
+            "limit line: no sound analysis can go below (exact privacy of a linear loss with ridge)",
+            np.asarray(line["epochs"]), np.asarray(line["epsilon"], dtype=float),
+            {"color": "k", "ls": (0, (4, 3)), "lw": 0.9, "marker": ".", "ms": 4})
     by_epoch: dict[int, list[str]] = {}
     for name, c in plan.curves.items():
         if c.crossover_epoch is not None and c.crossover_epoch > epochs[0] and c.sound:

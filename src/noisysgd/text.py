@@ -220,6 +220,20 @@ def plan_summary(p, *, width: int | None = None) -> str:
                + (f" ({last})" if last else ""))
     if p.limit is not None:
         out.append(f"limit of the best bound as epochs grow: {fmt(p.limit)}")
+    line = p.limit_line or {}
+    if line.get("epsilon"):
+        floor = line["epsilon"][-1]
+        best = float(p.best_epsilon[-1])
+        gap = ""
+        if floor and math.isfinite(best):
+            r = best / floor
+            gap = (f"; the best bound is {100 * (r - 1):.2g}% above it" if r < 2 else
+                   f"; the best bound is {r:.3g}x it")
+        out.append(fill(f"limit line: no sound analysis (but altschuler-talwar, which needs a projection) can "
+                        f"certify less than epsilon = {fmt(floor)} after {line['epochs'][-1]} epochs (exact "
+                        f"privacy of the run's linear + ridge instance, noisysgd.limits){gap}", width=width))
+    elif line.get("reason"):
+        out.append(fill(f"limit line: n/a ({line['reason']})", width=width))
     if p.budget is not None:
         b = p.budget
         if b.epochs is None:
