@@ -449,3 +449,29 @@ def test_cli_bad_grid_is_one_value_error(tmp_path):
         parse_grid([])
     assert parse_grid(["learning_rate=auto,0.1", "alpha=0.01"]) == {"learning_rate": ["auto", 0.1],
                                                                     "alpha": [0.01]}
+
+
+def test_auto_parameters_of_candidates_are_the_estimators_choice():
+    """A base estimator left at its "auto" defaults: every candidate's run uses the configuration
+    NoisySGDClassifier(epsilon=target) chooses for the training part's size (public quantities only),
+    not the pre-auto defaults; the accounting is checked against the executed runs by fit itself."""
+    from noisysgd import NoisySGDClassifier, NoisySGDClassifierCV
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X[:300] / np.linalg.norm(X[:300], axis=1, keepdims=True)
+    y = y[:300]
+    cv = NoisySGDClassifierCV({"learning_rate": ["auto", "max"]}, epsilon=2.0, delta=1e-5,
+                              expected_runs=2, validation_fraction=0.2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv.fit(X, y)
+        n_train = 300 - 60
+        chosen_by = {lr: NoisySGDClassifier(epsilon=2.0, delta=1e-5, learning_rate=lr, random_state=0).fit(
+            X[:n_train], y[:n_train]).privacy_report_["config"]["chosen"] for lr in ("auto", "max")}
+    for cand in cv.privacy_report_["candidates"]:
+        run, chosen = cand["run"], chosen_by[cand["params"]["learning_rate"]]
+        assert run["n"] == n_train and run["batching"] == chosen["batching"]
+        assert run["epochs"] == chosen["epochs"] and run["strong_convexity"] == chosen["alpha"]
+        if chosen["batching"] != "full":
+            assert run["batch_size"] == chosen["batch_size"]
+    assert cv.privacy_report_["epsilon"] <= 2.0

@@ -497,6 +497,30 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- planning
 
     @staticmethod
+    def _resolve_auto(params: dict, n_train: int, d: int, n_classes: int, epsilon: float, delta: float) -> dict:
+        """``params`` with "auto" epochs, batch_size, batching and alpha replaced by what
+        :func:`noisysgd.auto_config` chooses for one run on ``n_train`` examples at the tuning's
+        (``epsilon``, ``delta``): a function of public quantities only, so the candidates (and
+        their accounting) are fixed before the data are touched.  The candidate's own noise is
+        then calibrated for the whole tuning, as for explicit parameters."""
+        from .estimators import _NoisySGDBase, classification_loss
+        keys = ("epochs", "batch_size", "batching", "alpha")
+        if not any(isinstance(params.get(k), str) and params[k] == "auto" for k in keys):
+            return params
+        loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
+        p = {k: params.get(k) for k in keys}
+        p.update(epsilon=float(epsilon), delta=float(delta), noise_multiplier=None,
+                 learning_rate=params.get("learning_rate", "auto"), feature_clip=float(params["feature_clip"]),
+                 clip_norm=params.get("clip_norm"), diameter=params.get("diameter"),
+                 adjacency=params.get("adjacency", "replace"))
+        _NoisySGDBase._configure(None, p, loss, n_train, d, None)
+        out = dict(params)
+        out.update({k: p[k] for k in keys})
+        if out["batching"] == "full":
+            out["batch_size"] = None
+        return out
+
+    @staticmethod
     def _planned_run(params: dict, n_train: int, n_classes: int):
         """The Run that NoisySGDClassifier(**params).fit on n_train examples executes
         (checked against ``run_`` after every fit: a mismatch stops the tuning)."""
@@ -642,9 +666,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         sigma_fixed = None
         if not (isinstance(self.score_noise, str) and self.score_noise == "auto"):
             sigma_fixed = _real("score_noise", self.score_noise, low=0.0)
-        from .config import with_legacy_defaults
-
-        base_params = with_legacy_defaults(base.get_params())  # the exact runs, known before any fit
+        base_params = base.get_params()
         if base_params.get("adjacency") != "replace":
             raise ValueError(
                 "estimator.adjacency must be 'replace' for tuning (the split into training and validation "
@@ -676,7 +698,10 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 "permits releasing some examples outright; use delta well below 1/n",
                 DeltaWarning, stacklevel=2)
         analyses = base_params.get("analysis", "best")
-        cand_params = [{**base_params, **c} for c in grid]
+        # a candidate's "auto" parameters are chosen as the estimator chooses them (public quantities
+        # only: n_train, d, classes, the tuning's epsilon and delta), so every run is known before any fit
+        cand_params = [self._resolve_auto({**base_params, **c}, n_train, X.shape[1], classes.size, target, delta)
+                       for c in grid]
         runs = [self._planned_run(p, n_train, classes.size) for p in cand_params]
         cand_analyses = [p.get("analysis", "best") for p in cand_params]
         if len(set(map(repr, cand_analyses))) != 1:
@@ -700,7 +725,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             c = int(rng.integers(len(grid)))
             perm = rng.permutation(n)
             val, tr = perm[:n_val], perm[n_val:]
-            params = {**base_params, **grid[c]}
+            params = cand_params[c]
             seed = None if secure else int(rng.integers(2**63 - 1))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
