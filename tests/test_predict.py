@@ -218,7 +218,7 @@ def test_train_cli_holdout(iris_files, tmp_path, capsys):
     (["--holdout", "1.5"], "--holdout must be a fraction in (0, 1). Found 1.5"),
     (["--holdout", "0.001"], "leaves 0 held-out"),
     (["--epochs", "many"], "a whole number or 'auto' was expected. Found 'many'"),
-    (["--alpha", "-1"], "--alpha must be a number >= 0 or auto. Found -1"),
+    (["--alpha", "-1"], "--alpha: l2 must be a non-negative finite number. Found -1.0"),
 ])
 def test_train_cli_new_flags_refuse_bad_values(iris_files, tmp_path, capsys, flags, message):
     d, _, _ = iris_files

@@ -102,7 +102,7 @@ def bad_files(tmp_path):
     cases["wrong suffix"] = (write_csv(tmp_path / "a.txt", X, y), [], "data must be a .csv, .npz or .parquet file")
     cases["bad epsilon"] = (tmp_path / "a.csv", ["--epsilon", "-1"], "epsilon must be a positive finite number")
     cases["bad delta"] = (tmp_path / "a.csv", ["--delta", "1.5"], "delta must be in (0, 1)")
-    cases["batch 0"] = (tmp_path / "a.csv", ["--batch-size", "0"], "--batch-size must be a whole number >= 1 or auto. Found 0")
+    cases["batch 0"] = (tmp_path / "a.csv", ["--batch-size", "0"], "--batch-size: batch_size must be an integer >= 1. Found 0")
     cases["bad lr"] = (tmp_path / "a.csv", ["--lr", "fast"], "learning_rate must be 'auto', 'max' or a positive number")
     cases["eta beyond the analysis"] = (tmp_path / "a.csv", ["--lr", "50", "--analysis", "ye-shokri"],
                                         "ye-shokri does not apply: needs learning rate < 2/(m+M)")

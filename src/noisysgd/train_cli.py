@@ -242,13 +242,22 @@ def _schedule(args, loss, n: int, d: int, epsilon) -> tuple[dict, dict]:
     those left at "auto" chosen as the estimators choose them (public quantities only:
     :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
     from .estimators import _NoisySGDBase
+    from .rdp import validate_delta
+    from .run import _integer, _real
 
+    # the flags' own checks first (the messages name them), then the choice of the rest
     for name in ("epochs", "batch_size"):
-        v = getattr(args, name)
-        if v != "auto" and v < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a whole number >= 1 or auto. Found {v}.")
-    if args.alpha != "auto" and not args.alpha >= 0:
-        raise ValueError(f"--alpha must be a number >= 0 or auto. Found {args.alpha}.")
+        if getattr(args, name) != "auto":
+            _integer(name, getattr(args, name))
+    if args.alpha != "auto":
+        _real("l2", args.alpha, positive=False)
+    if epsilon is not None:
+        _real("epsilon", epsilon)
+    if args.noise_multiplier is not None:
+        _real("noise_multiplier", args.noise_multiplier)
+    if args.delta is not None:
+        validate_delta(args.delta)
+    _real("feature_clip", args.feature_clip)
     p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
          "epsilon": epsilon, "delta": args.delta, "noise_multiplier": args.noise_multiplier,
          "learning_rate": _learning_rate(args.lr), "feature_clip": args.feature_clip,
