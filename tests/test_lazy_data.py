@@ -99,3 +99,91 @@ def test_memory_mapped_npz_trains_the_same_model(tmp_path, arrays):
     a = train(run, BinaryLogistic(), X, y, feature_clip=1.0, random_state=3).coef
     b = train_distributed(run, BinaryLogistic(), Xm, y, feature_clip=1.0, random_state=3).coef
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------ Parquet, a row group at a time
+
+
+def _parquet(path, X, y, *, row_group_size=64, names=None):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    names = names or [f"f{j}" for j in range(X.shape[1])]
+    cols = {nm: X[:, j] for j, nm in enumerate(names)}
+    cols["label"] = y
+    pq.write_table(pa.table(cols), path, row_group_size=row_group_size)
+    return names
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_parquet_is_read_a_row_group_at_a_time(tmp_path, arrays, monkeypatch, spill):
+    import noisysgd.io as nio
+
+    X, y = arrays
+    labels = np.where(y == 1, "yes", "no")
+    names = _parquet(tmp_path / "a.parquet", X, labels)
+    if spill:  # features larger than the threshold go to an anonymous memory-mapped file
+        monkeypatch.setattr(nio, "_PARQUET_SPILL_BYTES", 0)
+    t = load_table(tmp_path / "a.parquet", target="label")
+    assert isinstance(t.X, np.memmap) == spill and t.feature_names == names
+    np.testing.assert_array_equal(np.asarray(t.X), X)
+    assert list(t.y) == list(labels)
+    _parquet(tmp_path / "b.parquet", X, y)  # numeric labels: every column is a feature when no target is named
+    features_only = load_table(tmp_path / "b.parquet", target=None)
+    assert features_only.y is None and features_only.feature_names == names + ["label"]
+    np.testing.assert_array_equal(np.asarray(features_only.X)[:, -1], y)
+
+
+def test_parquet_bad_cells_and_columns_are_named(tmp_path, arrays):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    X, y = arrays
+    X = X.copy()
+    X[200, 2] = np.nan
+    _parquet(tmp_path / "nan.parquet", X, y)
+    with pytest.raises(ValueError, match=r"Found nan \(or a missing value\) in row 200, column 'f2'"):
+        load_table(tmp_path / "nan.parquet", target="label")
+    pq.write_table(pa.table({"a": [1.0, 2.0], "b": ["x", "y"], "label": [0, 1]}), tmp_path / "text.parquet")
+    with pytest.raises(ValueError, match="Found column 'b' of type string"):
+        load_table(tmp_path / "text.parquet", target="label")
+    with pytest.raises(ValueError, match="target must be a column of text.parquet"):
+        load_table(tmp_path / "text.parquet", target="nope")
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ValueError, match="must be a readable Parquet file"):
+        load_table(tmp_path / "junk.parquet", target="label")
+
+
+def test_cli_trains_the_same_model_from_parquet_and_csv(tmp_path, arrays):
+    import csv
+    import json
+
+    from noisysgd.cli import main
+
+    X, y = arrays
+    names = _parquet(tmp_path / "d.parquet", X, y)
+    with open(tmp_path / "d.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(names + ["label"])
+        w.writerows([[repr(float(v)) for v in x] + [int(t)] for x, t in zip(X, y)])
+    flags = ["--target", "label", "--epsilon", "2", "--seed", "4", "--quiet"]
+    assert main(["train", str(tmp_path / "d.parquet"), *flags, "--out", str(tmp_path / "p")]) == 0
+    assert main(["train", str(tmp_path / "d.csv"), *flags, "--out", str(tmp_path / "c")]) == 0
+    a = json.loads((tmp_path / "p" / "model.json").read_text())["coef"]
+    b = json.loads((tmp_path / "c" / "model.json").read_text())["coef"]
+    np.testing.assert_array_equal(a, b)
+
+
+def test_ranks_read_their_parquet_shards(tmp_path, arrays):
+    from noisysgd.train_cli import _read_rank_rows
+
+    X, y = arrays
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    _parquet(shards / "p0.parquet", X[:120], y[:120])
+    _parquet(shards / "p1.parquet", X[120:], y[120:])
+    for rank in (0, 1):
+        Xr, yr, offset, n, names, _ = _read_rank_rows(str(shards), "label", rank, 2)
+        assert n == 300 and offset == (0 if rank == 0 else 120) and names[0] == "f0"
+        np.testing.assert_array_equal(np.asarray(Xr), X[offset:offset + Xr.shape[0]])
+        np.testing.assert_array_equal(yr, y[offset:offset + Xr.shape[0]])

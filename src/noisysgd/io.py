@@ -1,7 +1,7 @@
 """Reading training data and writing results without ever leaving half a result.
 
-:func:`load_table` reads CSV, NPZ and (when pandas with a Parquet engine is
-installed) Parquet files into a numeric feature matrix and a target column,
+:func:`load_table` reads CSV, NPZ and (when pyarrow is installed) Parquet
+files into a numeric feature matrix and a target column,
 with an error naming the file, row and column of any bad cell.
 
 :func:`atomic_directory` writes an output directory all at once: files go
@@ -46,7 +46,7 @@ def load_table(path, *, target: str | None) -> Table:
     CSV: a header row naming the columns; every feature cell must be a finite
     number; target cells may be numbers or labels (strings).  NPZ: arrays
     ``X`` (n × d) and one named ``target`` (n), or a structured table.
-    Parquet needs pandas and a Parquet engine (pyarrow).
+    Parquet needs pyarrow (``pip install 'noisysgd[parquet]'``), read a row group at a time.
     """
     p = Path(path)
     if not p.exists():
@@ -218,33 +218,75 @@ def _load_npz(p: Path, target: str) -> Table:
     return Table(X, y, names, target, str(p))
 
 
-def _load_parquet(p: Path, target: str) -> Table:
+#: Parquet features larger than this are streamed into a memory-mapped temporary file
+#: (anonymous: removed when the array is freed) instead of memory.
+_PARQUET_SPILL_BYTES = 1 << 28
+
+
+def _load_parquet(p: Path, target: str | None) -> Table:
+    """Parquet, read one row group at a time with pyarrow: the features go into one float64
+    array, memory-mapped on an anonymous temporary file when larger than
+    :data:`_PARQUET_SPILL_BYTES` (so a file larger than memory can be trained on with the
+    data-parallel engine, which reads a batch of rows at a time); peak memory is then one
+    row group plus the target."""
     try:
-        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError:
-        raise ValueError("data in Parquet needs pandas and pyarrow: pip install pandas pyarrow") from None
+        raise ValueError("data in Parquet needs pyarrow: pip install 'noisysgd[parquet]'") from None
     try:
-        frame = pd.read_parquet(p)
+        pf = pq.ParquetFile(p)
+        schema = pf.schema_arrow
     except Exception as exc:  # noqa: BLE001 - engine errors vary; report them as bad input
         raise ValueError(f"data must be a readable Parquet file. Found {str(p)!r}: {exc}.") from None
-    if target is not None and target not in frame.columns:
-        raise ValueError(f"target must be a column of {p.name}. Found {target!r}; the columns are {list(frame.columns)[:20]}.")
-    names = [str(c) for c in frame.columns if c != target]
-    features = frame.drop(columns=[target]) if target is not None else frame
-    bad = [c for c in features.columns if not np.issubdtype(features[c].dtype, np.number)]
-    if bad:
-        raise ValueError(f"data must hold numbers in every feature column. Found column {str(bad[0])!r} of type {features[bad[0]].dtype}.")
-    X = features.to_numpy(dtype=float)
-    if not np.all(np.isfinite(X)):
-        i, k = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(f"data must hold finite numbers in every feature cell. Found {X[i, k]!r} in row {i}, column {names[k]!r}.")
+    columns = [f.name for f in schema]
+    if target is not None and target not in columns:
+        raise ValueError(f"target must be a column of {p.name}. Found {target!r}; the columns are {columns[:20]}.")
+    names = [c for c in columns if c != target]
+    if not names:
+        raise ValueError(f"data must have at least one feature column besides {target!r}.")
+    for name in names:
+        t = schema.field(name).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            raise ValueError(f"data must hold numbers in every feature column. Found column {name!r} of type {t}.")
+    n, d = pf.metadata.num_rows, len(names)
+    if n == 0:
+        raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
+    if n * d * 8 > _PARQUET_SPILL_BYTES:
+        X = np.memmap(tempfile.TemporaryFile(prefix="noisysgd-parquet-"), dtype=np.float64, mode="w+", shape=(n, d))
+    else:
+        X = np.empty((n, d), dtype=np.float64)
+    ys, row = [], 0
+    try:
+        for g in range(pf.num_row_groups):
+            table = pf.read_row_group(g, columns=names + ([target] if target is not None else []))
+            k = table.num_rows
+            for j, name in enumerate(names):
+                X[row:row + k, j] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+            block = X[row:row + k]
+            if not np.isfinite(block).all():
+                i, c = np.argwhere(~np.isfinite(block))[0]
+                raise ValueError(f"data must hold finite numbers in every feature cell. Found {float(block[i, c])!r} "
+                                 f"(or a missing value) in row {row + i}, column {names[c]!r}.")
+            if target is not None:
+                ys.append(table.column(target).to_numpy(zero_copy_only=False))
+            row += k
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a corrupt row group
+        raise ValueError(f"data must be a readable Parquet file. Found {str(p)!r}: {exc}.") from None
     if target is None:
         return Table(X, None, names, "", str(p))
-    y = frame[target].to_numpy()
-    if np.issubdtype(y.dtype, np.number):
+    y = np.concatenate(ys)
+    if np.issubdtype(y.dtype, np.number) or y.dtype == bool:
         y = y.astype(float)
         if not np.all(np.isfinite(y)):
-            raise ValueError(f"target must be finite. Found NaN or infinity in {target!r}.")
+            raise ValueError(f"target must be finite. Found NaN, infinity or a missing value in {target!r}.")
+    else:
+        y = y.astype(object)
+        if any(v is None for v in y):
+            r = next(i for i, v in enumerate(y) if v is None)
+            raise ValueError(f"target must not be empty. Found a missing value in row {r} of {p.name}.")
     return Table(X, y, names, target, str(p))
 
 
