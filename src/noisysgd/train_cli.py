@@ -219,22 +219,20 @@ def _learning_rate(text):
         raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {text!r}.") from None
 
 
-def _int_or_auto(text):
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number or 'auto' was expected. Found {text!r}.") from None
+def _or_auto(convert, what: str):
+    """An argparse type: the word "auto", or ``convert(text)`` (else the message names ``what``)."""
+    def parse(text):
+        if text == "auto":
+            return text
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} or 'auto' was expected. Found {text!r}.") from None
+    return parse
 
 
-def _float_or_auto(text):
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a number or 'auto' was expected. Found {text!r}.") from None
+_int_or_auto = _or_auto(int, "a whole number")
+_float_or_auto = _or_auto(float, "a number")
 
 
 def _schedule(args, loss, n: int, d: int, epsilon) -> tuple[dict, dict]:
