@@ -84,6 +84,9 @@ def test_predict_cli_matches_columns_by_name(trained, iris_files, tmp_path, caps
     # another column order, no label column: the same predictions
     assert main(["predict", str(trained), str(d / "shuffled.csv"), "--out", str(out2)]) == 0
     assert [r[0] for r in _read_predictions(out2)[1]] == [r[0] for r in rows]
+    # a text label column the model does not use is ignored without --target
+    assert main(["predict", str(trained), str(d / "train.csv"), "--out", str(out2)]) == 0
+    assert [r[0] for r in _read_predictions(out2)[1]] == [r[0] for r in rows]
 
 
 def test_predict_cli_json(trained, iris_files, tmp_path, capsys):
@@ -113,7 +116,7 @@ def test_predict_cli_errors_are_one_line(trained, iris_files, tmp_path, capsys, 
 def test_predict_cli_missing_feature_column(trained, tmp_path, capsys):
     _write_csv(tmp_path / "bad.csv", ["sl", "sw", "pl"], [[1, 2, 3]])
     assert main(["predict", str(trained), str(tmp_path / "bad.csv"), "--out", str(tmp_path / "p.csv")]) == 2
-    assert "without 'pw'" in capsys.readouterr().err
+    assert "data must have the feature columns 'pw'. Found bad.csv without them." in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("loss, coef", [

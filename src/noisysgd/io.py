@@ -38,10 +38,12 @@ class Table:
     path: str
 
 
-def load_table(path, *, target: str | None) -> Table:
+def load_table(path, *, target: str | None, features=None) -> Table:
     """Read ``path`` (``.csv``, ``.npz``, ``.parquet``) and split off the ``target`` column.
 
     ``target=None`` reads features only (every column; NPZ: ``X``), ``y`` is then None.
+    ``features``: for CSV and Parquet, the feature columns to read, in this order (the
+    others are ignored; a missing one is an error naming it); NPZ's ``X`` is positional.
 
     CSV: a header row naming the columns; every feature cell must be a finite
     number; target cells may be numbers or labels (strings).  NPZ: arrays
@@ -56,12 +58,14 @@ def load_table(path, *, target: str | None) -> Table:
     if target is not None and (not isinstance(target, str) or not target):
         raise ValueError(f"target must name a column. Found {target!r}.")
     suffix = p.suffix.lower()
+    if features is not None:
+        features = [str(f) for f in features]
     if suffix == ".csv":
-        return _load_csv(p, target)
+        return _load_csv(p, target, features)
     if suffix == ".npz":
         return _load_npz(p, target)
     if suffix in (".parquet", ".pq"):
-        return _load_parquet(p, target)
+        return _load_parquet(p, target, features)
     raise ValueError(f"data must be a .csv, .npz or .parquet file. Found {str(path)!r}.")
 
 
@@ -73,7 +77,14 @@ def _number(text: str) -> float | None:
     return value
 
 
-def _load_csv(p: Path, target: str) -> Table:
+def _missing(features, columns, p: Path):
+    missing = [f for f in features if f not in columns]
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(f"data must have the feature columns {shown}. Found {p.name} without them.")
+
+
+def _load_csv(p: Path, target: str, features=None) -> Table:
     try:
         with open(p, newline="", encoding="utf-8") as handle:
             rows = list(csv.reader(handle))
@@ -97,6 +108,9 @@ def _load_csv(p: Path, target: str) -> Table:
         raise ValueError(f"data must hold at least one example. Found only a header in {str(p)!r}.")
     j = header.index(target) if target is not None else -1
     names = [h for i, h in enumerate(header) if i != j]
+    if features is not None:
+        _missing(features, header, p)
+        names = list(features)
     if not names:
         raise ValueError(f"data must have at least one feature column besides {target!r}.")
     for r, row in enumerate(body, start=2):
@@ -104,7 +118,7 @@ def _load_csv(p: Path, target: str) -> Table:
             raise ValueError(
                 f"data must have {len(header)} cells in every row. Found {len(row)} in row {r} of {p.name}."
             )
-    cols = [i for i in range(len(header)) if i != j]
+    cols = [header.index(h) for h in names]
     try:  # numpy parses the cells in one pass; a bad cell is then found and named below
         X = np.array([[row[i] for i in cols] for row in body], dtype=float)
     except ValueError:
@@ -223,7 +237,7 @@ def _load_npz(p: Path, target: str) -> Table:
 _PARQUET_SPILL_BYTES = 1 << 28
 
 
-def _load_parquet(p: Path, target: str | None) -> Table:
+def _load_parquet(p: Path, target: str | None, features=None) -> Table:
     """Parquet, read one row group at a time with pyarrow: the features go into one float64
     array, memory-mapped on an anonymous temporary file when larger than
     :data:`_PARQUET_SPILL_BYTES` (so a file larger than memory can be trained on with the
@@ -243,6 +257,9 @@ def _load_parquet(p: Path, target: str | None) -> Table:
     if target is not None and target not in columns:
         raise ValueError(f"target must be a column of {p.name}. Found {target!r}; the columns are {columns[:20]}.")
     names = [c for c in columns if c != target]
+    if features is not None:
+        _missing(features, columns, p)
+        names = list(features)
     if not names:
         raise ValueError(f"data must have at least one feature column besides {target!r}.")
     for name in names:

@@ -101,7 +101,8 @@ def cmd_predict(args) -> int:
         raise ValueError(f"target must not be one of the model's features. Found {args.target!r}.")
     if args.proba and model.task != "classification":
         raise ValueError("--proba needs a classification model. Found a regression model.")
-    table = load_table(args.data, target=args.target)
+    named = not all(n == f"x{i}" for i, n in enumerate(model.feature_names))  # else positional (NPZ)
+    table = load_table(args.data, target=args.target, features=model.feature_names if named else None)
     X = _features(model, table)
     pred = model.predict(X)
     header, columns = ["prediction"], [[_cell(v) for v in pred]]
