@@ -187,3 +187,16 @@ def test_ranks_read_their_parquet_shards(tmp_path, arrays):
         assert n == 300 and offset == (0 if rank == 0 else 120) and names[0] == "f0"
         np.testing.assert_array_equal(np.asarray(Xr), X[offset:offset + Xr.shape[0]])
         np.testing.assert_array_equal(yr, y[offset:offset + Xr.shape[0]])
+
+
+def test_single_process_cli_hints_at_workers_for_big_mapped_data(tmp_path, arrays, monkeypatch, capsys):
+    import noisysgd.train_cli as tc
+    from noisysgd.cli import main
+
+    X, y = arrays
+    np.savez(tmp_path / "a.npz", X=X, y=y)
+    monkeypatch.setattr(tc, "_LAZY_HINT_BYTES", 1)
+    assert main(["train", str(tmp_path / "a.npz"), "--target", "y", "--epsilon", "2", "--seed", "0", "--quiet",
+                 "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "add --workers 1 to read it a batch at a time" in err and len(err.strip().splitlines()) == 1

@@ -219,6 +219,10 @@ def _learning_rate(text):
         raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {text!r}.") from None
 
 
+#: A memory-mapped input at least this large gets a hint to train it with --workers 1.
+_LAZY_HINT_BYTES = 1 << 30
+
+
 def _or_auto(convert, what: str):
     """An argparse type: the word "auto", or ``convert(text)`` (else the message names ``what``)."""
     def parse(text):
@@ -326,6 +330,12 @@ def cmd_train(args) -> int:
     table = load_table(args.data, target=args.target)
     loss, y, classes = _loss(args, table.y)
     X = table.X
+    if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES:
+        import warnings
+
+        warnings.warn(f"data: X is memory-mapped ({X.nbytes / 2**30:.1f} GiB) but the single-process engine "
+                      "copies it into memory; add --workers 1 to read it a batch at a time", UserWarning,
+                      stacklevel=2)
     holdout = None
     if args.holdout is not None:
         train_rows, held = _split_holdout(args, X.shape[0])
