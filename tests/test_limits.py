@@ -232,3 +232,14 @@ def test_calibrate_cli_reports_the_limit_noise(capsys):
     assert limit_delta(run, 1.0) > 1e-5  # at z_lim even the linear instance misses the target
     assert main(argv) == 0
     assert "limit: no sound analysis can meet this target with z below" in capsys.readouterr().out
+
+
+def test_no_overflow_when_the_privacy_loss_is_huge():
+    """Regression (hypothesis, CI): n = 20, b = 1, shuffle, z = 0.5 made e^ε overflow inside the
+    search (ε along the curve beyond 709).  The limit is finite and below composition."""
+    run = Run.from_epochs(epochs=10, n=20, batch_size=1, batching="shuffle", learning_rate=0.05,
+                          noise_multiplier=0.5, lipschitz=1.0, smoothness=1.25, strong_convexity=0.0,
+                          adjacency="replace")
+    lim = limit_epsilon(run, 1e-5)
+    comp = noisysgd.epsilon(run, delta=1e-5, analyses=["composition-pld"]).epsilon
+    assert 0.0 < lim <= comp

@@ -306,8 +306,10 @@ class _Direction:
     def delta_at(self, t, eps):
         pa = self._mass(t, self.ns)
         qa = self._mass(t, self.ds) + (self.dropped if self.ds != 0.0 else 0.0)
-        ee = math.exp(eps)
-        return pa - ee * qa - _FLOAT_SLACK * (pa + ee * qa)
+        # e^ε·Q(A) in log space: for ε beyond ~709 e^ε alone overflows; where e^ε·Q(A) > e^700
+        # it exceeds P(A) ≤ 1 anyway, so the cap changes no sign (δ < 0 either way)
+        eq = math.exp(min(eps + math.log(qa), 700.0)) if qa > 0.0 else 0.0
+        return pa - eq - _FLOAT_SLACK * (pa + eq)
 
     def _bracket(self, target):
         lo, hi = -1.0, 1.0
