@@ -464,6 +464,8 @@ def _limit(run, delta) -> tuple[float | None, str | None]:
         return limit_epsilon(run, delta), None
     except ValueError as exc:
         return None, str(exc)
+    except ArithmeticError as exc:  # auxiliary information: never a traceback for it
+        return None, f"not computed: {type(exc).__name__} in its numerics"
 
 
 def _cmd_calibrate(args) -> int:
@@ -507,6 +509,8 @@ def _limit_noise(run, epsilon, delta) -> tuple[float | None, str | None]:
         return limit_noise_multiplier(run, epsilon, delta), None
     except ValueError as exc:
         return None, str(exc)
+    except ArithmeticError as exc:
+        return None, f"not computed: {type(exc).__name__} in its numerics"
 
 
 def _cmd_plan(args) -> int:

@@ -381,6 +381,8 @@ def limit_line(run: Run, epochs: np.ndarray, delta: float) -> dict:
             values.append(limit_epsilon(run.replace(steps=int(e) * run.steps_per_epoch), delta))
         except ValueError as exc:
             return {"reason": str(exc)}
+        except ArithmeticError as exc:  # auxiliary information: the plan stands without it
+            return {"reason": f"not computed: {type(exc).__name__} in its numerics"}
     return {"epochs": [int(e) for e in ep], "epsilon": [_finite(v) for v in values],
             "meaning": "exact privacy of the run's linear + ridge instance: no sound analysis in its class "
                        "(all but altschuler-talwar, which needs a projection) can certify less"}
