@@ -200,7 +200,12 @@ class _NoisySGDBase(BaseEstimator):
     def _fit(self, X, y, loss, *, target_bound=None):
         p = self._common()
         _warn_about_private_preprocessing(self)
-        frange = _check_feature_range(self, getattr(self, "feature_range", None), X.shape[1])
+        requested = getattr(self, "feature_range", None)
+        query = None
+        if isinstance(requested, str):
+            frange, query = self._private_ranges(requested, p, X)
+        else:
+            frange = _check_feature_range(self, requested, X.shape[1])
         if frange is not None:
             X = scale_to_ball(X, frange, p["feature_clip"])
         n = X.shape[0]
@@ -224,7 +229,9 @@ class _NoisySGDBase(BaseEstimator):
         self.delta_ = fit.report.delta
         self.privacy_report_ = fit.certificate
         self.privacy_report_["config"] = config
-        if frange is not None:
+        if query is not None:
+            self._compose_range_query(fit, query)
+        elif frange is not None:
             self.privacy_report_["preprocessing"] = {
                 "feature_range": "declared public bounds (no privacy cost): each feature clipped to "
                                  "[low, high], mapped to [-1, 1] and scaled by feature_clip/sqrt(d)"}
@@ -235,6 +242,52 @@ class _NoisySGDBase(BaseEstimator):
         if p["epsilon"] is not None:
             self._warn_if_composition(fit, p, loss, target_bound)
         return fit.result.coef
+
+    def _private_ranges(self, requested, p, X):
+        """``feature_range="private"``: ranges from a DP query spending PRIVATE_RANGE_SHARE of
+        (epsilon, delta); ``p``'s target is lowered to the rest (basic composition)."""
+        if requested != "private":
+            raise _param_error(self, "feature_range", requested,
+                               "None, a pair (low, high) of public bounds, or 'private'")
+        if p["epsilon"] is None:
+            raise _param_error(self, "feature_range", requested,
+                               "None or public bounds when noise_multiplier is given ('private' spends a "
+                               "share of epsilon, so it needs epsilon)")
+        from .preprocessing import PRIVATE_RANGE_SHARE, private_feature_ranges
+
+        n = X.shape[0]
+        delta = p["delta"] if p["delta"] is not None else _default_delta(n)
+        eq, dq = PRIVATE_RANGE_SHARE * p["epsilon"], PRIVATE_RANGE_SHARE * delta
+        if self.secure_mode:
+            from .train.secure import SecureRandom
+
+            rng = SecureRandom()
+        else:
+            seed = self.random_state
+            rng = np.random.default_rng(None if not isinstance(seed, (int, np.integer)) else [int(seed), 0x5CA1E])
+        frange, details = private_feature_ranges(X, eq, dq, adjacency=p["adjacency"], rng=rng)
+        p["epsilon"] -= eq
+        p["delta"] = delta - dq
+        return frange, details
+
+    def _compose_range_query(self, fit, query):
+        """The release is the model *and* the ranges (they shape it): (ε, δ) add up (basic
+        composition, which holds for adaptively chosen mechanisms: Dwork & Roth 2014,
+        Theorem 3.16 and §3.5)."""
+        eps_t, delta_t = fit.epsilon, fit.report.delta
+        self.epsilon_ = eps_t + query["epsilon"]
+        self.delta_ = delta_t + query["delta"]
+        self.privacy_report_["preprocessing"] = {"feature_range": "private", **query}
+        composed = (f"({self.epsilon_:.6g}, {self.delta_:.3g})-DP for the final model and its private feature "
+                    f"ranges, {fit.run.adjacency} adjacency: the range query's ({query['epsilon']:.6g}, "
+                    f"{query['delta']:.3g}) plus training's ({eps_t:.6g}, {delta_t:.3g}), basic composition "
+                    "(Dwork & Roth 2014, Theorem 3.16, adaptive)")
+        cert = self.privacy_report_.get("certificate")
+        if isinstance(cert, dict):
+            cert["training_guarantee"] = cert.get("guarantee")
+            cert["guarantee"] = composed
+        self.privacy_report_["epsilon_total"] = self.epsilon_
+        self.privacy_report_["delta_total"] = self.delta_
 
     def _configure(self, p, loss, n, d, target_bound) -> dict:
         """Fill the "auto" parameters of ``p`` (in place) from public quantities
@@ -448,7 +501,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         assumes is never released: keep it as secret as the training data.**
     checkpoint_every : int or None, default=None
         Epochs between checkpoints (None: every epoch).
-    feature_range : None or pair (low, high), default=None
+    feature_range : None, pair (low, high) or "private", default=None
         Public bounds of the features (numbers, or arrays of length
         n_features), declared from knowledge of the data's domain, never
         computed from the data: each feature is clipped to [low, high],
@@ -457,7 +510,12 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         in fit and predict.  Use it instead of a ``StandardScaler`` (whose
         statistics of the private data the certificate does not cover: a
         ``PrivacyLeakWarning`` says so when one precedes the estimator in a
-        ``Pipeline``).
+        ``Pipeline``).  ``"private"``: ranges (−s_j, s_j) from a
+        differentially private query
+        (:func:`noisysgd.preprocessing.private_feature_ranges`) spending 10 %
+        of epsilon and delta; ``epsilon_``, ``delta_`` and the certificate
+        then cover the model and the ranges together (basic composition).
+        Needs ``epsilon``; pays from about 10⁴ examples.
 
     Attributes
     ----------

@@ -41,7 +41,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .train import PrivacyLeakWarning
 
-__all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing"]
+__all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
+           "exponent_histogram", "PRIVATE_RANGE_SHARE"]
+
+#: Share of the estimators' (ε, δ) that ``feature_range="private"`` spends on the range query.
+PRIVATE_RANGE_SHARE = 0.1
+#: Binary exponents the private range query distinguishes: |x| in [2^k, 2^(k+1)) for k in this
+#: range (smaller magnitudes count in the lowest bucket, larger in the highest).
+EXPONENTS = (-16, 16)
+#: Noisy counts below this many noise standard deviations are read as empty.
+NOISE_FLOOR = 3.0
 
 
 def scale_to_ball(X, feature_range, feature_clip: float) -> np.ndarray:
@@ -58,6 +67,90 @@ def scale_to_ball(X, feature_range, feature_clip: float) -> np.ndarray:
     d = X.shape[1]
     Z = (2.0 * np.clip(X, low, high) - (low + high)) / (high - low)
     return Z * (float(feature_clip) / math.sqrt(d + 1))
+
+
+def exponent_histogram(X, lo: int, hi: int) -> np.ndarray:
+    """Counts (d × (hi − lo + 1)) of ⌊log₂|x_ij|⌋ per feature, clamped to [lo, hi] (0 counts in
+    the lowest bucket): one count per feature and example, the query's sensitivity."""
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log2(np.abs(X)))
+    e = np.clip(np.nan_to_num(e, neginf=lo), lo, hi).astype(np.int64) - lo
+    counts = np.zeros((d, hi - lo + 1))
+    np.add.at(counts, (np.broadcast_to(np.arange(d), (n, d)), e), 1.0)
+    return counts
+
+
+def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = "replace",
+                           quantile: float = 0.95, exponents=EXPONENTS, rng=None) -> tuple:
+    """Per-feature ranges (−s_j, s_j) from a differentially private query, and its description.
+
+    The query: for every feature j, the histogram of the binary exponent ⌊log₂|x_ij|⌋ over
+    the public buckets ``exponents`` (clamped at both ends), all d histograms released with
+    Gaussian noise of standard deviation σ on every count.  One example adds one count to each
+    of the d histograms, so replacing it moves at most one count in each (L2 sensitivity
+    Δ = √(2d)); adding or removing it changes one count in each (Δ = √d).  The Gaussian
+    mechanism is then μ-GDP with μ = Δ/σ (Dong, Roth & Su 2022, Theorem 2.7), and σ is the
+    smallest found by bisection with μ-GDP ⇒ (``epsilon``, ``delta``)-DP by the exact
+    conversion (their Corollary 2.13; :func:`noisysgd.gdp.gdp_epsilon`).
+
+    From the noisy counts (those below ``NOISE_FLOOR``·σ read as 0; a feature with none above
+    it gets the widest public range) s_j = 2^(k+1) for the smallest bucket k above which at
+    most (1 − ``quantile``)·n of the noisy mass lies — post-processing, with
+    n = the number of rows (public under replace adjacency; under add/remove the noisy total
+    stands in for it).  Values beyond s_j are clipped by the scaling, as any range clips.
+
+    Returns ((low, high), details) with low = −s, high = s (arrays of shape (d,))."""
+    from .gdp import gdp_epsilon
+
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    lo, hi = int(exponents[0]), int(exponents[1])
+    if not (isinstance(quantile, numbers.Real) and 0.0 < quantile < 1.0):
+        raise ValueError(f"quantile must be in (0, 1). Found {quantile!r}.")
+    if adjacency not in ("replace", "add-remove"):
+        raise ValueError(f"adjacency must be 'replace' or 'add-remove'. Found {adjacency!r}.")
+    rng = np.random.default_rng(rng) if not hasattr(rng, "standard_normal") else rng
+    counts = exponent_histogram(X, lo, hi)
+    B = hi - lo + 1
+    sens = math.sqrt((2.0 if adjacency == "replace" else 1.0) * d)
+    # the smallest σ (largest μ = sens/σ) whose exact conversion meets (epsilon, delta)
+    a, b = 1e-9, 1e3  # gdp_epsilon increases with mu: keep the end that meets the target
+    if gdp_epsilon(a, delta) > epsilon:
+        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for the range query.")
+    for _ in range(200):
+        m = 0.5 * (a + b)
+        if not a < m < b:
+            break
+        if gdp_epsilon(m, delta) <= epsilon:
+            a = m
+        else:
+            b = m
+    mu = a
+    sigma = sens / mu
+    noisy = counts + sigma * rng.standard_normal(counts.shape)
+    # counts below NOISE_FLOOR·σ are read as empty: otherwise the positive noise of the many
+    # empty buckets adds up to a spurious tail and inflates the ranges
+    mass = np.where(noisy > NOISE_FLOOR * sigma, noisy, 0.0)
+    total = float(n) if adjacency == "replace" else np.maximum(mass.sum(axis=1), 1.0)
+    above = np.cumsum(mass[:, ::-1], axis=1)[:, ::-1]          # above[:, k] = mass in buckets >= k
+    tail = np.concatenate([above[:, 1:], np.zeros((d, 1))], axis=1)  # mass strictly above bucket k
+    allowed = (1.0 - quantile) * (total if np.ndim(total) == 0 else total[:, None])
+    k = np.argmax(tail <= allowed, axis=1)                     # the first bucket with little above it
+    empty = mass.sum(axis=1) == 0.0                            # nothing above the floor: no information,
+    k[empty] = B - 1                                           # take the widest public range
+    s = np.exp2(k + lo + 1.0)
+    details = {
+        "query": ("Gaussian histogram of each feature's binary exponent floor(log2|x|) over buckets "
+                  f"2^{lo}..2^{hi} (clamped), L2 sensitivity sqrt({'2' if adjacency == 'replace' else ''}d) "
+                  f"= {sens:.4g}"),
+        "noise_std": sigma, "mu": mu, "epsilon": float(epsilon), "delta": float(delta),
+        "quantile": float(quantile), "adjacency": adjacency,
+        "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP), Corollary 2.13",
+        "scales": s.tolist(),
+    }
+    return (-s, s), details
 
 
 def _check_feature_range(owner, value, d: int):

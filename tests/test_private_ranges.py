@@ -1,0 +1,85 @@
+"""feature_range="private": per-feature ranges from a Gaussian query whose cost is in the certificate."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from noisysgd import NoisySGDClassifier
+from noisysgd.gdp import gdp_epsilon
+from noisysgd.preprocessing import EXPONENTS, exponent_histogram, private_feature_ranges
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 8), n=st.integers(2, 30))
+def test_replacing_one_row_moves_at_most_one_count_per_feature(seed, d, n):
+    """The L2 sensitivity the query is calibrated with: √(2d) under replace, √d under add/remove."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-8, 8, size=d)
+    X[rng.random(size=X.shape) < 0.1] = 0.0
+    lo, hi = EXPONENTS
+    base = exponent_histogram(X, lo, hi)
+    assert np.all(base.sum(axis=1) == n)
+    Y = X.copy()
+    Y[rng.integers(n)] = rng.normal(size=d) * 10.0 ** rng.uniform(-20, 20, size=d)
+    diff = exponent_histogram(Y, lo, hi) - base
+    assert np.all(np.abs(diff).sum(axis=1) <= 2) and np.linalg.norm(diff) <= np.sqrt(2 * d) + 1e-12
+    removed = exponent_histogram(X[1:], lo, hi) - base
+    assert np.linalg.norm(removed) <= np.sqrt(d) + 1e-12
+
+
+@pytest.mark.parametrize("eps, delta, adjacency", [(0.1, 1e-6, "replace"), (0.5, 1e-8, "add-remove")])
+def test_the_noise_meets_the_query_budget_and_no_more(eps, delta, adjacency):
+    X = np.random.default_rng(0).normal(size=(500, 6))
+    _, details = private_feature_ranges(X, eps, delta, adjacency=adjacency, rng=0)
+    mu = details["mu"]
+    sens = np.sqrt((2 if adjacency == "replace" else 1) * 6)
+    assert details["noise_std"] == pytest.approx(sens / mu, rel=1e-12)
+    assert gdp_epsilon(mu, delta) <= eps < gdp_epsilon(mu * 1.0001, delta)
+
+
+def test_ranges_track_the_features_scales():
+    """n = 20,000: each estimated range is within a factor 4 of the 95 % quantile of |x_j| for
+    features spanning 12 orders of magnitude (a couple of outliers allowed: the noise is real)."""
+    rng = np.random.default_rng(3)
+    scales = 10.0 ** rng.uniform(-4, 4, size=20)
+    X = rng.normal(size=(20000, 20)) * scales
+    (low, high), _ = private_feature_ranges(X, 0.1, 1e-6, rng=5)
+    ratio = high / np.quantile(np.abs(X), 0.95, axis=0)
+    assert np.all(low == -high)
+    assert np.mean((ratio > 0.25) & (ratio < 4.0)) >= 0.85, np.round(np.log2(ratio), 1)
+
+
+def test_the_estimator_certifies_the_model_and_the_ranges_together():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=4000, n_features=10, random_state=0)
+    X = X * 10.0 ** np.linspace(-3, 3, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", random_state=0).fit(X, y)
+    rep = clf.privacy_report_
+    pre = rep["preprocessing"]
+    assert pre["feature_range"] == "private" and pre["epsilon"] == pytest.approx(0.2)
+    assert pre["delta"] == pytest.approx(1e-7)
+    assert clf.epsilon_ == pytest.approx(clf.fit_.epsilon + 0.2) and clf.epsilon_ <= 2.0 * (1 + 1e-3)
+    assert clf.delta_ == pytest.approx(1e-6)
+    assert clf.fit_.epsilon <= 1.8 * (1 + 1e-3)  # training was calibrated to the rest
+    assert "private feature ranges" in rep["certificate"]["guarantee"]
+    assert "basic composition" in rep["certificate"]["guarantee"]
+    assert clf.predict(X[:5]).shape == (5,)
+    from sklearn.base import clone
+
+    assert clone(clf).get_params()["feature_range"] == "private"
+
+
+def test_bad_feature_range_values_are_named():
+    X, y = np.random.default_rng(0).normal(size=(50, 3)), np.arange(50) % 2
+    with pytest.raises(ValueError, match="'feature_range' parameter .* 'private'"):
+        NoisySGDClassifier(feature_range="bogus").fit(X, y)
+    with pytest.raises(ValueError, match="needs epsilon"):
+        NoisySGDClassifier(epsilon=None, noise_multiplier=3.0, feature_range="private").fit(X, y)
