@@ -475,3 +475,14 @@ def test_auto_parameters_of_candidates_are_the_estimators_choice():
         if chosen["batching"] != "full":
             assert run["batch_size"] == chosen["batch_size"]
     assert cv.privacy_report_["epsilon"] <= 2.0
+
+
+@pytest.mark.parametrize("feature_range", [(0.0, 16.0), "private"])
+def test_tuning_refuses_a_feature_range_it_would_not_apply(feature_range):
+    from noisysgd import NoisySGDClassifier, NoisySGDClassifierCV
+
+    X, y = load_breast_cancer(return_X_y=True)
+    cv = NoisySGDClassifierCV({"alpha": [0.01, 0.1]}, estimator=NoisySGDClassifier(feature_range=feature_range),
+                              epsilon=2.0)
+    with pytest.raises(ValueError, match="estimator.feature_range must be None for tuning"):
+        cv.fit(X[:200], y[:200])

@@ -671,9 +671,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "estimator.adjacency must be 'replace' for tuning (the split into training and validation "
                 f"parts has public, fixed sizes only then). Found {base_params.get('adjacency')!r}.")
-        for key in ("checkpoint", "checkpoint_every"):
+        for key in ("checkpoint", "checkpoint_every", "feature_range"):
             if base_params.get(key) is not None:
-                raise ValueError(f"estimator.{key} must be None for tuning. Found {base_params[key]!r}.")
+                hint = (" (scale with noisysgd.PublicRangeScaler in a Pipeline before the tuning instead)"
+                        if key == "feature_range" else "")
+                raise ValueError(f"estimator.{key} must be None for tuning{hint}. Found {base_params[key]!r}.")
         valid = set(base_params)
         for cand in grid:
             unknown = sorted(set(cand) - valid)
