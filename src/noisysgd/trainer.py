@@ -264,8 +264,10 @@ def fit_private(
     if progress is not None:
         total = run.steps
 
-        def callback(step, _W):
+        def report_step(step, _W):
             progress(step, total)
+
+        callback = report_step
 
     result = (train if trainer is None else trainer)(run, loss, X, y, feature_clip=R, target_bound=target_bound,
                    random_state=random_state, dtype=dtype, analyses=rests_on, record=record,
