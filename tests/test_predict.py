@@ -230,3 +230,38 @@ def test_train_cli_new_flags_refuse_bad_values(iris_files, tmp_path, capsys, fla
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("frange", ["private", "0,8"])
+def test_train_cli_feature_range_is_saved_and_applied_by_the_model(iris_files, tmp_path, frange):
+    """--feature-range: the ranges travel in model.json, load_model scales new rows with them (its
+    accuracy on the training rows is the trainer's), and a private range's cost is in the certificate."""
+    d, X, labels = iris_files
+    out = tmp_path / "fr"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-range", frange, "--epsilon", "20",
+                 "--seed", "2", "--quiet", "--out", str(out)]) == 0
+    doc = json.loads((out / "model.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    cert = json.loads((out / "certificate.json").read_text())
+    assert doc["feature_range"]["kind"] == ("private" if frange == "private" else "public")
+    model = load_model(out)
+    assert float(np.mean(model.predict(X) == labels)) == metrics["not_private"]["train_accuracy"]
+    if frange == "private":
+        assert cert["preprocessing"]["epsilon"] == pytest.approx(2.0)
+        assert metrics["epsilon"] == pytest.approx(metrics["epsilon_training"] + 2.0)
+        assert metrics["epsilon"] <= 20 * (1 + 1e-3) and "private feature ranges" in cert["certificate"]["guarantee"]
+    else:
+        np.testing.assert_array_equal(doc["feature_range"]["high"], [8.0] * 4)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--feature-range", "3"], "--feature-range must be LOW,HIGH (two numbers) or 'private'. Found '3'"),
+    (["--feature-range", "5,1"], "--feature-range must have finite LOW < HIGH"),
+    (["--feature-range", "private", "--noise-multiplier", "3"], "cannot be combined with --noise-multiplier"),
+])
+def test_train_cli_feature_range_errors(iris_files, tmp_path, capsys, flags, message):
+    d, _, _ = iris_files
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--quiet", "--out", str(tmp_path / "x"),
+                 *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

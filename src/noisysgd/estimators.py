@@ -271,23 +271,12 @@ class _NoisySGDBase(BaseEstimator):
         return frange, details
 
     def _compose_range_query(self, fit, query):
-        """The release is the model *and* the ranges (they shape it): (ε, δ) add up (basic
-        composition, which holds for adaptively chosen mechanisms: Dwork & Roth 2014,
-        Theorem 3.16 and §3.5)."""
-        eps_t, delta_t = fit.epsilon, fit.report.delta
-        self.epsilon_ = eps_t + query["epsilon"]
-        self.delta_ = delta_t + query["delta"]
-        self.privacy_report_["preprocessing"] = {"feature_range": "private", **query}
-        composed = (f"({self.epsilon_:.6g}, {self.delta_:.3g})-DP for the final model and its private feature "
-                    f"ranges, {fit.run.adjacency} adjacency: the range query's ({query['epsilon']:.6g}, "
-                    f"{query['delta']:.3g}) plus training's ({eps_t:.6g}, {delta_t:.3g}), basic composition "
-                    "(Dwork & Roth 2014, Theorem 3.16, adaptive)")
-        cert = self.privacy_report_.get("certificate")
-        if isinstance(cert, dict):
-            cert["training_guarantee"] = cert.get("guarantee")
-            cert["guarantee"] = composed
-        self.privacy_report_["epsilon_total"] = self.epsilon_
-        self.privacy_report_["delta_total"] = self.delta_
+        """The release is the model *and* the ranges (they shape it): the certificate covers
+        both (:func:`noisysgd.preprocessing.compose_range_query`)."""
+        from .preprocessing import compose_range_query
+
+        self.epsilon_, self.delta_ = compose_range_query(self.privacy_report_, fit.epsilon, fit.report.delta,
+                                                         fit.run.adjacency, query)
 
     def _configure(self, p, loss, n, d, target_bound) -> dict:
         """Fill the "auto" parameters of ``p`` (in place) from public quantities

@@ -81,9 +81,10 @@ def _jsonable(value):
 
 
 def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
-                   version: str) -> dict:
-    """The content of ``model.json`` (format :data:`FORMAT`)."""
-    return {
+                   version: str, feature_range=None, feature_range_kind: str | None = None) -> dict:
+    """The content of ``model.json`` (format :data:`FORMAT`).  ``feature_range``: (low, high)
+    arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`)."""
+    doc = {
         "format": FORMAT,
         "task": task,
         "loss": repr(loss),
@@ -97,6 +98,13 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
         "predict": _PREDICT,
         "noisysgd_version": version,
     }
+    if feature_range is not None:
+        low, high = feature_range
+        doc["feature_range"] = {"low": np.asarray(low, dtype=float).tolist(),
+                                "high": np.asarray(high, dtype=float).tolist(), "kind": feature_range_kind}
+        doc["predict"] = ("x = clip(x, low, high) mapped to [-1, 1] and scaled by feature_clip/sqrt(d + 1) "
+                          "(feature_range); then " + _PREDICT)
+    return doc
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +125,8 @@ class LinearModel:
     classes: list | None = None
     certificate: dict | None = field(default=None, repr=False)
     path: str = ""
+    #: (low, high) arrays the features are scaled with first (None: no scaling)
+    feature_range: tuple | None = field(default=None, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -142,6 +152,10 @@ class LinearModel:
         if not np.all(np.isfinite(X)):
             i, k = np.argwhere(~np.isfinite(X))[0]
             raise ValueError(f"X must hold finite numbers. Found {X[i, k]!r} at row {i}, column {k}.")
+        if self.feature_range is not None:
+            from .preprocessing import scale_to_ball
+
+            X = scale_to_ball(X, self.feature_range, self.feature_clip)
         return augment(X, self.feature_clip)
 
     def decision_function(self, X) -> np.ndarray:
@@ -233,9 +247,20 @@ def load_model(path) -> LinearModel:
     if len(names) != coef.shape[0] - 1:
         raise ValueError(f"model: {str(p)!r} names {len(names)} features but has {coef.shape[0] - 1} "
                          "coefficient rows besides the bias.")
+    frange = None
+    if doc.get("feature_range") is not None:
+        try:
+            low = np.asarray(doc["feature_range"]["low"], dtype=float)
+            high = np.asarray(doc["feature_range"]["high"], dtype=float)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"model: {str(p)!r} has an invalid feature_range: {exc}.") from None
+        if low.shape != (len(names),) or high.shape != low.shape or not np.all(low < high):
+            raise ValueError(f"model: {str(p)!r} has a feature_range that does not fit its {len(names)} features.")
+        frange = (low, high)
     cert_path = p.parent / "certificate.json"
     certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
-    return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p))
+    return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
+                       frange)
 
 
 def _spec_from_repr(text, where: str) -> dict:

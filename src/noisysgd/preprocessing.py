@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .train import PrivacyLeakWarning
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
-           "exponent_histogram", "PRIVATE_RANGE_SHARE"]
+           "exponent_histogram", "compose_range_query", "PRIVATE_RANGE_SHARE"]
 
 #: Share of the estimators' (ε, δ) that ``feature_range="private"`` spends on the range query.
 PRIVATE_RANGE_SHARE = 0.1
@@ -151,6 +151,26 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "scales": s.tolist(),
     }
     return (-s, s), details
+
+
+def compose_range_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,
+                        query: dict) -> tuple[float, float]:
+    """Make ``certificate`` (a training certificate, changed in place) cover the model *and*
+    the private ranges it was trained with: (ε, δ) add up — basic composition, which holds for
+    adaptively chosen mechanisms (Dwork & Roth 2014, Theorem 3.16 and §3.5).  Returns the
+    total (ε, δ)."""
+    eps, delta = eps_train + query["epsilon"], delta_train + query["delta"]
+    certificate["preprocessing"] = {"feature_range": "private", **query}
+    composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and its private feature ranges, {adjacency} "
+                f"adjacency: the range query's ({query['epsilon']:.6g}, {query['delta']:.3g}) plus training's "
+                f"({eps_train:.6g}, {delta_train:.3g}), basic composition (Dwork & Roth 2014, Theorem 3.16, "
+                "adaptive)")
+    cert = certificate.get("certificate")
+    if isinstance(cert, dict):
+        cert["training_guarantee"] = cert.get("guarantee")
+        cert["guarantee"] = composed
+    certificate["epsilon_total"], certificate["delta_total"] = eps, delta
+    return eps, delta
 
 
 def _check_feature_range(owner, value, d: int):

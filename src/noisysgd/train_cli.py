@@ -105,6 +105,10 @@ def add_train_parser(sub, parser_class, formatter) -> None:
     p.add_argument("--lr", default="auto",
                    help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
     p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
+    p.add_argument("--feature-range", metavar="LOW,HIGH|private",
+                   help="scale every feature from [LOW, HIGH] (public bounds, no privacy cost), or 'private': "
+                        "ranges from a differentially private query spending 10%% of epsilon and delta (the "
+                        "certificate covers model and ranges); the ranges are saved with the model")
     p.add_argument("--holdout", type=float, metavar="FRACTION",
                    help="keep this fraction of the rows out of training (a seeded random split, drawn before "
                         "training; the certificate covers the training rows) and report the model's accuracy "
@@ -239,7 +243,41 @@ _int_or_auto = _or_auto(int, "a whole number")
 _float_or_auto = _or_auto(float, "a number")
 
 
-def _schedule(args, loss, n: int, d: int, epsilon) -> tuple[dict, dict]:
+def _feature_range(args, X, epsilon, n: int):
+    """(ranges, query details or None, epsilon and delta left for training) for --feature-range."""
+    from .preprocessing import PRIVATE_RANGE_SHARE, private_feature_ranges
+    from .rdp import validate_delta
+    from .run import _real
+    from .trainer import default_delta
+
+    text = args.feature_range.strip()
+    if text == "private":
+        if epsilon is None:
+            raise ValueError("--feature-range private spends a share of --epsilon; it cannot be combined with "
+                             "--noise-multiplier.")
+        _real("epsilon", epsilon)
+        delta = default_delta(n) if args.delta is None else validate_delta(args.delta)
+        eq, dq = PRIVATE_RANGE_SHARE * epsilon, PRIVATE_RANGE_SHARE * delta
+        rng = None
+        if args.secure_mode:
+            from .train.secure import SecureRandom
+
+            rng = SecureRandom()
+        elif args.seed is not None:
+            rng = np.random.default_rng([args.seed, 0x5CA1E])
+        frange, query = private_feature_ranges(X, eq, dq, adjacency=args.adjacency, rng=rng)
+        return frange, query, epsilon - eq, delta - dq
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--feature-range must be LOW,HIGH (two numbers) or 'private'. Found {text!r}.") from None
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"--feature-range must have finite LOW < HIGH. Found {text!r}.")
+    d = X.shape[1]
+    return (np.full(d, low), np.full(d, high)), None, epsilon, args.delta
+
+
+def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, dict]:
     """epochs, batch_size, batching and alpha for ``fit_private``: the flags as given, and
     those left at "auto" chosen as the estimators choose them (public quantities only:
     :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
@@ -257,11 +295,12 @@ def _schedule(args, loss, n: int, d: int, epsilon) -> tuple[dict, dict]:
         _real("epsilon", epsilon)
     if args.noise_multiplier is not None:
         _real("noise_multiplier", args.noise_multiplier)
-    if args.delta is not None:
-        validate_delta(args.delta)
+    delta = args.delta if delta is None else delta
+    if delta is not None:
+        validate_delta(delta)
     _real("feature_clip", args.feature_clip)
     p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
-         "epsilon": epsilon, "delta": args.delta, "noise_multiplier": args.noise_multiplier,
+         "epsilon": epsilon, "delta": delta, "noise_multiplier": args.noise_multiplier,
          "learning_rate": _learning_rate(args.lr), "feature_clip": args.feature_clip,
          "clip_norm": args.clip_norm, "diameter": args.diameter, "adjacency": args.adjacency}
     if p["batching"] not in ("auto", "full") and p["batch_size"] == "auto" and "auto" not in (
@@ -343,11 +382,19 @@ def cmd_train(args) -> int:
         X, y = X[train_rows], y[train_rows]
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
     n = X.shape[0]
-    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon)
+    frange, query, delta = None, None, args.delta
+    if args.feature_range is not None:
+        from .preprocessing import scale_to_ball
+
+        frange, query, epsilon, delta = _feature_range(args, X, epsilon, n)
+        X = scale_to_ball(X, frange, args.feature_clip)
+        if holdout is not None:
+            holdout = (scale_to_ball(holdout[0], frange, args.feature_clip), holdout[1])
+    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta)
     start = time.perf_counter()
     fit = fit_private(
         X, y, loss, **schedule,
-        feature_clip=args.feature_clip, epsilon_target=epsilon, delta=args.delta,
+        feature_clip=args.feature_clip, epsilon_target=epsilon, delta=delta,
         noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
         clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
         adjacency=args.adjacency, initialization=args.initialization,
@@ -372,18 +419,28 @@ def cmd_train(args) -> int:
                      "information about those rows that the certificate does not cover"),
         }
     fit.certificate["config"] = config
+    if query is not None:
+        from .preprocessing import compose_range_query
+
+        eps_total, delta_total = compose_range_query(fit.certificate, fit.epsilon, fit.report.delta,
+                                                     fit.run.adjacency, query)
+        extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)
+    elif frange is not None:
+        fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
     return _finish(args, out, loss=loss, classes=classes, target=table.target,
                    feature_names=table.feature_names, source=table.path, n=n, fit=fit, quality=quality,
-                   seconds=seconds, extra=extra)
+                   seconds=seconds, extra=extra, feature_range=frange,
+                   feature_range_kind=None if frange is None else ("private" if query else "public"))
 
 
 def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, quality, seconds,
-            extra=None) -> int:
+            extra=None, feature_range=None, feature_range_kind=None) -> int:
     """Write model.json, certificate.json and metrics.json into ``out`` at once, and report."""
     result = fit.result
     model = model_document(
         task=args.task, loss=loss, target=target, feature_names=feature_names, classes=classes,
         feature_clip=args.feature_clip, coef=result.coef, version=fit.certificate["noisysgd_version"],
+        feature_range=feature_range, feature_range_kind=feature_range_kind,
     )
     metrics = {
         "noise_multiplier": fit.noise_multiplier,
@@ -469,6 +526,9 @@ def _cmd_train_distributed(args, env) -> int:
         raise ValueError(f"--workers must be a whole number >= 1. Found {args.workers}.")
     if not args.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds. Found {args.timeout}.")
+    if getattr(args, "feature_range", None) is not None:
+        raise ValueError("--feature-range is not available for data-parallel training (--workers, torchrun) yet: "
+                         "scale the shards beforehand with bounds you know.")
     if args.holdout is not None:
         raise ValueError("--holdout is not available for data-parallel training (--workers, torchrun): "
                          "split the data into training and hold-out files, and score with noisysgd predict.")
