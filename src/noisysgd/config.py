@@ -65,7 +65,7 @@ from .accountant import calibrate
 from .analyses import ANALYSES
 from .run import Run
 
-__all__ = ["AutoConfig", "auto_config", "CompositionFallbackWarning", "MODEL_NORM", "SEARCH_ANALYSES",
+__all__ = ["AutoConfig", "auto_config", "configure", "CompositionFallbackWarning", "MODEL_NORM", "SEARCH_ANALYSES",
            "GRID", "LEGACY", "with_legacy_defaults"]
 
 
@@ -285,3 +285,50 @@ def _candidate(n, p, batching, b, epochs, lam, L, M0, convex, adjacency, eps, de
     row.update(noise_multiplier=z, analysis=analysis)
     row.update(proxy_terms(n=n, p=p, b=b, steps=run.steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B))
     return row
+
+
+def configure(p: dict, loss, n: int, d: int, target_bound) -> dict:
+    """Fill the "auto" epochs, batch_size, batching and alpha of ``p`` (an estimator's checked
+    parameters: those keys plus epsilon, delta, noise_multiplier, learning_rate, feature_clip,
+    clip_norm, diameter, adjacency) in place, from public quantities only (:func:`auto_config`),
+    for ``n`` rows of ``d`` features; returns the certificate's "config" entry.  The estimators,
+    ``noisysgd train`` and ``NoisySGDClassifierCV`` all choose through it."""
+    from .trainer import default_delta as _default_delta
+
+    names = ("batching", "batch_size", "epochs", "alpha")
+    auto = [k for k in names if p[k] == "auto"]
+    if not auto:
+        return {"auto": []}
+    fixed = {k: p[k] for k in names if p[k] != "auto"}
+    if "batch_size" in fixed and "batching" not in fixed:
+        # an explicit batch size asks for minibatches; None for all the data at once
+        fixed["batching"] = "cyclic" if fixed["batch_size"] is not None else "full"
+    if fixed.get("batching") not in (None, "cyclic", "full") and "batch_size" not in fixed:
+        fixed["batch_size"] = LEGACY["batch_size"]
+    if fixed.get("batching") == "full":
+        fixed.pop("batch_size", None)
+    delta = p["delta"] if p["delta"] is not None else _default_delta(n)
+    c = loss.constants(feature_clip=p["feature_clip"], clip_norm=p["clip_norm"], diameter=p["diameter"],
+                       target_bound=target_bound)
+    if c.smoothness is None:
+        # no smoothness (a clipped softmax): no proxy to rank by, no strong convexity to
+        # claim; the pre-auto defaults with alpha=0, and fit_private checks the step size
+        for k in auto:
+            p[k] = 0.0 if k == "alpha" else LEGACY[k]
+        if p["batching"] == "full":
+            p["batch_size"] = None
+        return {"auto": auto, "explanation": "the loss has no smoothness constant (not convex): "
+                "the pre-auto defaults with alpha=0, no search"}
+    outputs = 1 if loss.n_classes is None else loss.n_classes
+    cfg = auto_config(n=n, d=d, outputs=outputs, epsilon=p["epsilon"], delta=delta, lipschitz=c.lipschitz,
+                      smoothness=c.smoothness, convex=c.convex, feature_clip=p["feature_clip"],
+                      adjacency=p["adjacency"], noise_multiplier=p["noise_multiplier"],
+                      learning_rate=p["learning_rate"], fixed=fixed)
+    for k in names:
+        if p[k] == "auto":
+            p[k] = cfg.chosen[k]
+    if p["batching"] == "full":
+        p["batch_size"] = None
+    out = cfg.to_dict()
+    out["auto"] = auto
+    return out

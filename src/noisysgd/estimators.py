@@ -58,7 +58,7 @@ import dataclasses
 import warnings
 
 from .accountant import calibrate
-from .config import LEGACY, CompositionFallbackWarning, auto_config
+from .config import CompositionFallbackWarning, configure
 from .planning import BASELINES
 from .preprocessing import _check_feature_range, _warn_about_private_preprocessing, scale_to_ball
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
@@ -209,7 +209,7 @@ class _NoisySGDBase(BaseEstimator):
         if frange is not None:
             X = scale_to_ball(X, frange, p["feature_clip"])
         n = X.shape[0]
-        config = self._configure(p, loss, n, X.shape[1], target_bound)
+        config = configure(p, loss, n, X.shape[1], target_bound)
         b = p["batch_size"]
         if b is not None and p["batching"] != "full":
             b = min(b, n)  # fewer examples than a batch: one batch of all of them
@@ -277,47 +277,6 @@ class _NoisySGDBase(BaseEstimator):
 
         self.epsilon_, self.delta_ = compose_range_query(self.privacy_report_, fit.epsilon, fit.report.delta,
                                                          fit.run.adjacency, query)
-
-    def _configure(self, p, loss, n, d, target_bound) -> dict:
-        """Fill the "auto" parameters of ``p`` (in place) from public quantities
-        only (:func:`noisysgd.config.auto_config`); the report's "config" entry."""
-        names = ("batching", "batch_size", "epochs", "alpha")
-        auto = [k for k in names if p[k] == "auto"]
-        if not auto:
-            return {"auto": []}
-        fixed = {k: p[k] for k in names if p[k] != "auto"}
-        if "batch_size" in fixed and "batching" not in fixed:
-            # an explicit batch size asks for minibatches; None for all the data at once
-            fixed["batching"] = "cyclic" if fixed["batch_size"] is not None else "full"
-        if fixed.get("batching") not in (None, "cyclic", "full") and "batch_size" not in fixed:
-            fixed["batch_size"] = LEGACY["batch_size"]
-        if fixed.get("batching") == "full":
-            fixed.pop("batch_size", None)
-        delta = p["delta"] if p["delta"] is not None else _default_delta(n)
-        c = loss.constants(feature_clip=p["feature_clip"], clip_norm=p["clip_norm"], diameter=p["diameter"],
-                           target_bound=target_bound)
-        if c.smoothness is None:
-            # no smoothness (a clipped softmax): no proxy to rank by, no strong convexity to
-            # claim; the pre-auto defaults with alpha=0, and fit_private checks the step size
-            for k in auto:
-                p[k] = 0.0 if k == "alpha" else LEGACY[k]
-            if p["batching"] == "full":
-                p["batch_size"] = None
-            return {"auto": auto, "explanation": "the loss has no smoothness constant (not convex): "
-                    "the pre-auto defaults with alpha=0, no search"}
-        outputs = 1 if loss.n_classes is None else loss.n_classes
-        cfg = auto_config(n=n, d=d, outputs=outputs, epsilon=p["epsilon"], delta=delta, lipschitz=c.lipschitz,
-                          smoothness=c.smoothness, convex=c.convex, feature_clip=p["feature_clip"],
-                          adjacency=p["adjacency"], noise_multiplier=p["noise_multiplier"],
-                          learning_rate=p["learning_rate"], fixed=fixed)
-        for k in names:
-            if p[k] == "auto":
-                p[k] = cfg.chosen[k]
-        if p["batching"] == "full":
-            p["batch_size"] = None
-        out = cfg.to_dict()
-        out["auto"] = auto
-        return out
 
     def _warn_if_composition(self, fit, p, loss, target_bound):
         """One :class:`CompositionFallbackWarning` when the calibration ended on a

@@ -281,7 +281,7 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
     """epochs, batch_size, batching and alpha for ``fit_private``: the flags as given, and
     those left at "auto" chosen as the estimators choose them (public quantities only:
     :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
-    from .estimators import _NoisySGDBase
+    from .config import configure
     from .rdp import validate_delta
     from .run import _integer, _real
 
@@ -306,7 +306,7 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
     if p["batching"] not in ("auto", "full") and p["batch_size"] == "auto" and "auto" not in (
             p["epochs"], p["alpha"]):
         p["batch_size"] = 256  # a minibatch scheme with nothing else left to choose: the former default
-    config = _NoisySGDBase._configure(None, p, loss, n, d, args.target_bound)
+    config = configure(p, loss, n, d, args.target_bound)
     batch = p["batch_size"]
     if p["batching"] == "full":
         batch = None

@@ -503,7 +503,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         (``epsilon``, ``delta``): a function of public quantities only, so the candidates (and
         their accounting) are fixed before the data are touched.  The candidate's own noise is
         then calibrated for the whole tuning, as for explicit parameters."""
-        from .estimators import _NoisySGDBase, classification_loss
+        from .config import configure
+        from .estimators import classification_loss
         keys = ("epochs", "batch_size", "batching", "alpha")
         if not any(isinstance(params.get(k), str) and params[k] == "auto" for k in keys):
             return params
@@ -513,7 +514,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                  learning_rate=params.get("learning_rate", "auto"), feature_clip=float(params["feature_clip"]),
                  clip_norm=params.get("clip_norm"), diameter=params.get("diameter"),
                  adjacency=params.get("adjacency", "replace"))
-        _NoisySGDBase._configure(None, p, loss, n_train, d, None)
+        configure(p, loss, n_train, d, None)
         out = dict(params)
         out.update({k: p[k] for k in keys})
         if out["batching"] == "full":
