@@ -253,21 +253,11 @@ class _NoisySGDBase(BaseEstimator):
             raise _param_error(self, "feature_range", requested,
                                "None or public bounds when noise_multiplier is given ('private' spends a "
                                "share of epsilon, so it needs epsilon)")
-        from .preprocessing import PRIVATE_RANGE_SHARE, private_feature_ranges
+        from .preprocessing import private_ranges_within
 
-        n = X.shape[0]
-        delta = p["delta"] if p["delta"] is not None else _default_delta(n)
-        eq, dq = PRIVATE_RANGE_SHARE * p["epsilon"], PRIVATE_RANGE_SHARE * delta
-        if self.secure_mode:
-            from .train.secure import SecureRandom
-
-            rng = SecureRandom()
-        else:
-            seed = self.random_state
-            rng = np.random.default_rng(None if not isinstance(seed, (int, np.integer)) else [int(seed), 0x5CA1E])
-        frange, details = private_feature_ranges(X, eq, dq, adjacency=p["adjacency"], rng=rng)
-        p["epsilon"] -= eq
-        p["delta"] = delta - dq
+        delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
+        frange, details, p["epsilon"], p["delta"] = private_ranges_within(
+            X, p["epsilon"], delta, adjacency=p["adjacency"], seed=self.random_state, secure_mode=self.secure_mode)
         return frange, details
 
     def _compose_range_query(self, fit, query):

@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .train import PrivacyLeakWarning
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
-           "exponent_histogram", "compose_range_query", "PRIVATE_RANGE_SHARE"]
+           "exponent_histogram", "compose_range_query", "private_ranges_within", "PRIVATE_RANGE_SHARE"]
 
 #: Share of the estimators' (ε, δ) that ``feature_range="private"`` spends on the range query.
 PRIVATE_RANGE_SHARE = 0.1
@@ -151,6 +151,23 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "scales": s.tolist(),
     }
     return (-s, s), details
+
+
+def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, seed=None,
+                          secure_mode: bool = False) -> tuple:
+    """Spend :data:`PRIVATE_RANGE_SHARE` of (``epsilon``, ``delta``) on
+    :func:`private_feature_ranges`; returns (ranges, query details, epsilon and delta left for
+    training).  The noise comes from the operating system's CSPRNG in ``secure_mode``, else
+    from ``seed`` (an int, or None for fresh entropy) on a stream of its own."""
+    eq, dq = PRIVATE_RANGE_SHARE * epsilon, PRIVATE_RANGE_SHARE * delta
+    if secure_mode:
+        from .train.secure import SecureRandom
+
+        rng = SecureRandom()
+    else:
+        rng = np.random.default_rng(None if not isinstance(seed, (int, np.integer)) else [int(seed), 0x5CA1E])
+    frange, query = private_feature_ranges(X, eq, dq, adjacency=adjacency, rng=rng)
+    return frange, query, epsilon - eq, delta - dq
 
 
 def compose_range_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,

@@ -245,7 +245,7 @@ _float_or_auto = _or_auto(float, "a number")
 
 def _feature_range(args, X, epsilon, n: int):
     """(ranges, query details or None, epsilon and delta left for training) for --feature-range."""
-    from .preprocessing import PRIVATE_RANGE_SHARE, private_feature_ranges
+    from .preprocessing import private_ranges_within
     from .rdp import validate_delta
     from .run import _real
     from .trainer import default_delta
@@ -257,16 +257,8 @@ def _feature_range(args, X, epsilon, n: int):
                              "--noise-multiplier.")
         _real("epsilon", epsilon)
         delta = default_delta(n) if args.delta is None else validate_delta(args.delta)
-        eq, dq = PRIVATE_RANGE_SHARE * epsilon, PRIVATE_RANGE_SHARE * delta
-        rng = None
-        if args.secure_mode:
-            from .train.secure import SecureRandom
-
-            rng = SecureRandom()
-        elif args.seed is not None:
-            rng = np.random.default_rng([args.seed, 0x5CA1E])
-        frange, query = private_feature_ranges(X, eq, dq, adjacency=args.adjacency, rng=rng)
-        return frange, query, epsilon - eq, delta - dq
+        return private_ranges_within(X, epsilon, delta, adjacency=args.adjacency, seed=args.seed,
+                                     secure_mode=args.secure_mode)
     try:
         low, high = (float(v) for v in text.split(","))
     except ValueError:
