@@ -484,20 +484,15 @@ def _cmd_calibrate(args) -> int:
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print(cal.summary())
-        from .text import fill
+        from .text import above, fill
 
         if limit is None:
             print(fill(f"limit: n/a ({why})"))
         elif limit > 0:
             print(fill(f"limit: no sound analysis can meet this target with z below {limit:.4g} (the exact "
                        "privacy of this run's linear + ridge instance; noisysgd.limits; altschuler-talwar, "
-                       f"which needs a projection, excepted): the calibrated z is {_above(cal.noise_multiplier, limit)}"))
+                       f"which needs a projection, excepted): the calibrated z is {above(cal.noise_multiplier, limit)}"))
     return 0
-
-
-def _above(value: float, floor: float) -> str:
-    r = value / floor
-    return f"{100 * (r - 1):.2g}% above it" if r < 2 else f"{r:.3g}x it"
 
 
 def _limit_noise(run, epsilon, delta) -> tuple[float | None, str | None]:

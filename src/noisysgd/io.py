@@ -207,7 +207,6 @@ def _load_npz(p: Path, target: str) -> Table:
             f"{sorted(arrays)}."
         )
     X = arrays["X"]
-    y = arrays[target] if target is not None else np.zeros(X.shape[0] if X.ndim else 0)
     if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
         raise ValueError(f"data must hold a 2-D numeric array 'X'. Found shape {X.shape}, dtype {X.dtype}.")
     if not isinstance(X, np.memmap):
@@ -218,18 +217,20 @@ def _load_npz(p: Path, target: str) -> Table:
             i, k = np.argwhere(~np.isfinite(block))[0]
             raise ValueError(f"data must hold finite numbers in X. Found {float(block[i, k])!r} at row {start + i}, "
                              f"column {k}.")
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"target must be a 1-D array with one entry per row of X ({X.shape[0]}). Found shape {y.shape}.")
-    if np.issubdtype(y.dtype, np.number):
-        y = y.astype(float)
-        if not np.all(np.isfinite(y)):
-            raise ValueError(f"target must be finite. Found {y[~np.isfinite(y)][0]!r} in {target!r}.")
+    y = None
+    if target is not None:
+        y = arrays[target]
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"target must be a 1-D array with one entry per row of X ({X.shape[0]}). "
+                             f"Found shape {y.shape}.")
+        if np.issubdtype(y.dtype, np.number):
+            y = y.astype(float)
+            if not np.all(np.isfinite(y)):
+                raise ValueError(f"target must be finite. Found {y[~np.isfinite(y)][0]!r} in {target!r}.")
     if X.shape[0] == 0:
         raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
     names = [f"x{i}" for i in range(X.shape[1])]
-    if target is None:
-        return Table(X, None, names, "", str(p))
-    return Table(X, y, names, target, str(p))
+    return Table(X, y, names, target or "", str(p))
 
 
 #: Parquet features larger than this are streamed into a memory-mapped temporary file

@@ -169,6 +169,12 @@ def _pick_rows(epochs, count: int = 12) -> list[int]:
     return sorted(min(i, epochs.size - 1) for i in idx)
 
 
+def above(value: float, floor: float) -> str:
+    """How far ``value`` lies above ``floor``: "2.6% above it" below twice it, else "3.6x it"."""
+    r = value / floor
+    return f"{100 * (r - 1):.2g}% above it" if r < 2 else f"{r:.3g}x it"
+
+
 def plan_summary(p, *, width: int | None = None) -> str:
     """What ``noisysgd plan`` prints for ``p`` (a :class:`~noisysgd.Plan`)."""
     width = width or terminal_width()
@@ -224,11 +230,7 @@ def plan_summary(p, *, width: int | None = None) -> str:
     if line.get("epsilon"):
         floor = line["epsilon"][-1]
         best = float(p.best_epsilon[-1])
-        gap = ""
-        if floor and math.isfinite(best):
-            r = best / floor
-            gap = (f"; the best bound is {100 * (r - 1):.2g}% above it" if r < 2 else
-                   f"; the best bound is {r:.3g}x it")
+        gap = f"; the best bound is {above(best, floor)}" if floor and math.isfinite(best) else ""
         out.append(fill(f"limit line: no sound analysis (but altschuler-talwar, which needs a projection) can "
                         f"certify less than epsilon = {fmt(floor)} after {line['epochs'][-1]} epochs (exact "
                         f"privacy of the run's linear + ridge instance, noisysgd.limits){gap}", width=width))
