@@ -468,7 +468,9 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
     if ledger and ledger["resumed_at_step"] is not None:
         print(f"resumed from the checkpoint at step {ledger['resumed_at_step']} (sessions: "
               + ", ".join(f"{a}-{b}" for a, b in ledger["sessions"]) + "); the noise was not calibrated again")
-    print(f"privacy: {fit.certificate['certificate']['guarantee']}")
+    from .text import fill
+
+    print(fill(f"privacy: {fit.certificate['certificate']['guarantee']}"))
     print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
     config = fit.certificate.get("config") or {}
     if config.get("auto"):
