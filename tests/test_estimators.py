@@ -189,6 +189,8 @@ def test_regressor_huber_and_squared():
     (dict(adjacency="swap"), "The 'adjacency' parameter"),
     (dict(dtype="float16"), "The 'dtype' parameter"),
     (dict(learning_rate=5.0, analysis=["ye-shokri"]), "ye-shokri does not apply"),
+    (dict(intercept_scaling=0.0), r"The 'intercept_scaling' parameter .* range \(0.0, inf\) or 'auto'. Got 0.0"),
+    (dict(intercept_scaling="big"), "The 'intercept_scaling' parameter .* Got 'big'"),
 ])
 def test_bad_parameters_are_named(params, match):
     X, y = _data(n=300)
@@ -356,3 +358,35 @@ def test_a_scaler_fitted_on_the_private_data_in_a_pipeline_warns():
     est = NoisySGDClassifier(epsilon=1.0, delta=1e-5, epochs=2, batch_size=100, alpha=0.01)
     with pytest.warns(PrivacyLeakWarning, match="after 'standardscaler', fitted on the same private data"):
         make_pipeline(StandardScaler(), est).fit(X, y)
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_intercept_scaling_default_is_a_quarter_of_the_clip_and_the_model_is_consistent(multi):
+    """The default bias coordinate is R/4: the run's L is the loss's constant at ‖x̄‖² ≤ R² + R²/16, the
+    certificate records it, and decision_function is clip_R(x)·coef_ᵀ + intercept_ with intercept_ = s·W[-1]."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3)) * 2
+    y = (X[:, 0] > 0).astype(int) + (2 * (X[:, 1] > 1) if multi else 0)
+    R = 3.0
+    clf = NoisySGDClassifier(epsilon=5.0, delta=1e-5, feature_clip=R, epochs=5, batch_size=50,
+                             random_state=0).fit(X, y)
+    s = R / 4
+    assert clf.intercept_scaling_ == s
+    r2 = R * R + s * s
+    L = math.sqrt(2 * r2) if multi else math.sqrt(r2)
+    assert clf.run_.lipschitz == pytest.approx(L, rel=1e-14)
+    assert clf.privacy_report_["certificate"]["trainer_enforced"]["intercept_scaling"] == s
+    W = clf.fit_.result.coef
+    np.testing.assert_allclose(clf.intercept_, s * (W[-1] if multi else W[-1:]), rtol=1e-15)
+    clipped = X * np.minimum(1.0, R / np.linalg.norm(X, axis=1))[:, None]
+    scores = clipped @ clf.coef_.T + clf.intercept_
+    np.testing.assert_allclose(clf.decision_function(X), scores if multi else scores[:, 0], rtol=1e-10,
+                               atol=1e-12)
+    # an explicit value is kept; the regressor's default stays 1 and it has no "auto"
+    assert NoisySGDClassifier(epsilon=5.0, delta=1e-5, intercept_scaling=1.0, epochs=2, batch_size=50,
+                              random_state=0).fit(X, y).intercept_scaling_ == 1.0
+    reg = NoisySGDRegressor(epsilon=5.0, delta=1e-5, epochs=2, batch_size=50, alpha=0.01,
+                            random_state=0).fit(X, X[:, 0])
+    assert reg.intercept_scaling_ == 1.0
+    with pytest.raises(ValueError, match="The 'intercept_scaling' parameter of NoisySGDRegressor"):
+        NoisySGDRegressor(epsilon=5.0, intercept_scaling="auto").fit(X, X[:, 0])

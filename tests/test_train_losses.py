@@ -381,3 +381,38 @@ def test_float32_features_are_used_without_a_float64_copy_and_give_the_same_xbar
         b, nb = _augment(X64, 3.0, np.dtype(dt), _row_norms(X64))
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(na, nb)
+
+
+@pytest.mark.parametrize("loss", _losses(), ids=repr)
+@pytest.mark.parametrize("s", [0.05, 0.5, 3.0])
+def test_intercept_scaling_constants_bound_the_augmented_rows(loss, s):
+    """With a bias coordinate s, ‖x̄‖² ≤ R² + s², so every constant is the s = 1 formula with R² + s² in
+    place of R² + 1 (the same constants as a feature clip R' with R'² + 1 = R² + s²), and the gradient
+    of every row augment() makes is bounded by L (checked on random rows and models)."""
+    from noisysgd.train.losses import augment
+
+    c = loss.constants(feature_clip=R, diameter=D, target_bound=Y_BOUND, intercept_scaling=s)
+    same = loss.constants(feature_clip=math.sqrt(R * R + s * s - 1.0), diameter=D, target_bound=Y_BOUND)
+    assert (c.lipschitz, c.smoothness) == pytest.approx((same.lipschitz, same.smoothness), rel=1e-14)
+    assert f"intercept scaling s = {s:g}" in c.derivation
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 4)) * rng.choice([0.1, 1.0, 10.0], size=(300, 1))
+    Xbar, norms = augment(X, R, intercept_scaling=s, return_norms=True)
+    np.testing.assert_allclose(Xbar[:, -1], s)
+    np.testing.assert_allclose(np.linalg.norm(Xbar, axis=1), norms, rtol=1e-14)
+    assert norms.max() <= math.sqrt(R * R + s * s) * (1 + 1e-14)
+    y = _labels(loss, rng, 300)
+    for scale in (0.1, 1.0, 30.0):
+        W = _random_w(loss, rng, 5, scale=scale)
+        if isinstance(loss, Squared):  # the domain: the ball of diameter D
+            W *= min(1.0, (D / 2) / np.linalg.norm(W))
+        assert loss.gradient_norms(W, Xbar, loss.encode_labels(y)).max() <= c.lipschitz * (1 + 1e-12)
+
+
+def test_intercept_scaling_errors():
+    from noisysgd.train.losses import augment
+
+    with pytest.raises(ValueError, match="intercept_scaling must be a positive finite number. Found 0"):
+        BinaryLogistic().constants(feature_clip=1.0, intercept_scaling=0)
+    with pytest.raises(ValueError, match="intercept_scaling must be a positive finite number. Found nan"):
+        augment([[1.0]], 1.0, intercept_scaling=float("nan"))

@@ -53,6 +53,7 @@ _FLAGS = {
     "data": "DATA",
     "target": "--target",
     "feature_clip": "--feature-clip",
+    "intercept_scaling": "--intercept-scaling",
     "clip_norm": "--clip-norm",
     "target_bound": "--target-bound",
     "l2": "--alpha",

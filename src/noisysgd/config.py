@@ -309,7 +309,7 @@ def configure(p: dict, loss, n: int, d: int, target_bound) -> dict:
         fixed.pop("batch_size", None)
     delta = p["delta"] if p["delta"] is not None else _default_delta(n)
     c = loss.constants(feature_clip=p["feature_clip"], clip_norm=p["clip_norm"], diameter=p["diameter"],
-                       target_bound=target_bound)
+                       target_bound=target_bound, intercept_scaling=p.get("intercept_scaling", 1.0))
     if c.smoothness is None:
         # no smoothness (a clipped softmax): no proxy to rank by, no strong convexity to
         # claim; the pre-auto defaults with alpha=0, and fit_private checks the step size

@@ -68,7 +68,8 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
     comp = NoisySGDClassifier(epsilon=epsilon, delta=delta, random_state=seed,
                               analysis=["composition", "composition-pld"], **common).fit(Xtr, ytr)
     run = hidden.run_
-    plain = sgd(run, Softmax(10), Xtr, ytr, feature_clip=CONFIG["feature_clip"], random_state=seed)
+    plain = sgd(run, Softmax(10), Xtr, ytr, feature_clip=CONFIG["feature_clip"],
+                intercept_scaling=hidden.intercept_scaling_, random_state=seed)
     acc_plain = float(np.mean(plain.predict(Xte) == yte))
     # What the composition-calibrated model actually is: every analysis at its noise.
     from .accountant import epsilon as eps_report
@@ -100,7 +101,7 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
     curves = plan(run, delta=delta, epochs=f"1:{CONFIG['epochs']}")
     return {
         "noisysgd_version": __version__,
-        "epsilon": epsilon, "delta": delta, "seed": seed,
+        "epsilon": epsilon, "delta": delta, "seed": seed, "intercept_scaling": hidden.intercept_scaling_,
         "config": dict(CONFIG), "n_train": int(len(Xtr)), "n_test": int(len(Xte)),
         "run": run.to_dict(),
         "rows": rows,
@@ -141,7 +142,8 @@ def _markdown(result: dict) -> str:
         f"{result['seconds']:.1f} s.",
         "",
         f"Data: {cfg['dataset']}. Model: softmax regression (multinomial logistic), features clipped "
-        f"to norm {cfg['feature_clip']:g} plus a bias, L2 regularization λ = {cfg['alpha']:g}.",
+        f"to norm {cfg['feature_clip']:g} plus a bias coordinate {result.get('intercept_scaling', 1.0):g} "
+        f"(the estimator's default: a quarter of the clip), L2 regularization λ = {cfg['alpha']:g}.",
         f"Run: {run['batching']} batches of {run['batch_size']} ({run['steps_per_epoch']} steps per "
         f"epoch), {cfg['epochs']} epochs = {run['steps']} steps, step size η = "
         f"{run['learning_rate']:.4g}, gradient norm bound L = {run['lipschitz']:.4g} (derived from the "

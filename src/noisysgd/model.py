@@ -4,7 +4,8 @@
 :func:`load_model` reads it (or the output directory that holds it, with its
 ``certificate.json``) into a :class:`LinearModel` that predicts exactly as the
 training engine does: the same feature map (each row scaled to norm at most
-the feature clip R, a bias coordinate 1 appended) and the same loss's scores,
+the feature clip R, the bias coordinate s = ``intercept_scaling`` appended) and
+the same loss's scores,
 so ``load_model(out).predict(X)`` equals the trainer's own predictions.
 
 >>> import numpy as np, tempfile, json, os
@@ -32,11 +33,13 @@ import numpy as np
 
 __all__ = ["LinearModel", "load_model", "model_document", "FORMAT"]
 
-FORMAT = "noisysgd-linear-model/1"
+FORMAT = "noisysgd-linear-model/2"
+#: formats :func:`load_model` reads: /1 has no ``intercept_scaling`` (its bias coordinate is 1)
+FORMATS_READ = ("noisysgd-linear-model/1", FORMAT)
 
 _LAYOUT = ("coef has one row per feature and a last row for the bias; columns are classes for a "
            "multiclass model (one column, flattened, otherwise)")
-_PREDICT = ("x_bar = [x * min(1, feature_clip / ||x||), 1]; s = x_bar @ coef; classification: class "
+_PREDICT = ("x_bar = [x * min(1, feature_clip / ||x||), intercept_scaling]; s = x_bar @ coef; classification: class "
             "index argmax(s) (multiclass) or classes[1] if s > 0 else classes[0]; regression: s")
 
 
@@ -81,9 +84,11 @@ def _jsonable(value):
 
 
 def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
-                   version: str, feature_range=None, feature_range_kind: str | None = None) -> dict:
+                   version: str, feature_range=None, feature_range_kind: str | None = None,
+                   intercept_scaling: float = 1.0) -> dict:
     """The content of ``model.json`` (format :data:`FORMAT`).  ``feature_range``: (low, high)
-    arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`)."""
+    arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`);
+    ``intercept_scaling``: the bias coordinate s of x̄ (the intercept is s·coef[-1])."""
     doc = {
         "format": FORMAT,
         "task": task,
@@ -93,6 +98,7 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
         "feature_names": list(feature_names),
         "classes": None if classes is None else [_jsonable(c) for c in classes],
         "feature_clip": float(feature_clip),
+        "intercept_scaling": float(intercept_scaling),
         "coef": np.asarray(coef, dtype=float).tolist(),
         "layout": _LAYOUT,
         "predict": _PREDICT,
@@ -127,6 +133,8 @@ class LinearModel:
     path: str = ""
     #: (low, high) arrays the features are scaled with first (None: no scaling)
     feature_range: tuple | None = field(default=None, repr=False)
+    #: the bias coordinate s of x̄ (1 in models written before it existed)
+    intercept_scaling: float = field(default=1.0, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -156,7 +164,7 @@ class LinearModel:
             from .preprocessing import scale_to_ball
 
             X = scale_to_ball(X, self.feature_range, self.feature_clip)
-        return augment(X, self.feature_clip)
+        return augment(X, self.feature_clip, intercept_scaling=self.intercept_scaling)
 
     def decision_function(self, X) -> np.ndarray:
         """Scores x̄ᵀW (features clipped as in training): shape (n,) or (n, k)."""
@@ -221,9 +229,10 @@ def load_model(path) -> LinearModel:
         raise ValueError(f"path must be a model.json file or a directory holding one. Found {str(path)!r}: "
                          "no such file.")
     doc = _read_json(p, "model file")
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in FORMATS_READ:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ValueError(f"model: {str(p)!r} must be a {FORMAT} file. Found format {found!r}.")
+        raise ValueError(f"model: {str(p)!r} must be a {FORMAT} file (or {FORMATS_READ[0]}). Found format "
+                         f"{found!r}.")
     task = doc.get("task")
     if task not in ("classification", "regression"):
         raise ValueError(f"model: {str(p)!r} has an unknown task {task!r}.")
@@ -234,10 +243,13 @@ def load_model(path) -> LinearModel:
     try:
         coef = np.asarray(doc["coef"], dtype=float)
         clip = float(doc["feature_clip"])
+        bias = float(doc.get("intercept_scaling", 1.0))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"model: {str(p)!r} lacks valid coef/feature_clip: {exc}.") from None
+        raise ValueError(f"model: {str(p)!r} lacks valid coef/feature_clip/intercept_scaling: {exc}.") from None
     if coef.ndim not in (1, 2) or coef.shape[0] < 2 or not np.all(np.isfinite(coef)) or not clip > 0:
         raise ValueError(f"model: {str(p)!r} has invalid coefficients (shape {coef.shape}) or feature_clip {clip}.")
+    if not (np.isfinite(bias) and bias > 0):
+        raise ValueError(f"model: {str(p)!r} has an invalid intercept_scaling {bias!r} (must be > 0).")
     classes = doc.get("classes")
     if task == "classification":
         k = 2 if coef.ndim == 1 else coef.shape[1]
@@ -260,7 +272,7 @@ def load_model(path) -> LinearModel:
     cert_path = p.parent / "certificate.json"
     certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
     return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
-                       frange)
+                       frange, bias)
 
 
 def _spec_from_repr(text, where: str) -> dict:

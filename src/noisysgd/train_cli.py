@@ -115,6 +115,9 @@ def add_train_parser(sub, parser_class, formatter) -> None:
                         "(or RMSE) on them")
     p.add_argument("--feature-clip", type=float, default=1.0,
                    help="R: features scaled to norm <= R (fix it from the feature range, not the data)")
+    p.add_argument("--intercept-scaling", type=_float_or_auto, default="auto", metavar="S|auto",
+                   help="s: the bias coordinate appended to every clipped feature vector (the gradient bound "
+                        "grows with sqrt(R^2 + s^2)); auto = R/4 for classification, 1 for regression")
     p.add_argument("--clip-norm", type=float, help="per-example gradient clipping norm")
     p.add_argument("--diameter", type=float, help="project the iterates onto a ball of this diameter")
     p.add_argument("--target-bound", type=float, help="regression: clip labels to [-B, B]")
@@ -294,7 +297,8 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
     p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
          "epsilon": epsilon, "delta": delta, "noise_multiplier": args.noise_multiplier,
          "learning_rate": _learning_rate(args.lr), "feature_clip": args.feature_clip,
-         "clip_norm": args.clip_norm, "diameter": args.diameter, "adjacency": args.adjacency}
+         "clip_norm": args.clip_norm, "diameter": args.diameter, "adjacency": args.adjacency,
+         "intercept_scaling": args.intercept_scaling}
     if p["batching"] not in ("auto", "full") and p["batch_size"] == "auto" and "auto" not in (
             p["epochs"], p["alpha"]):
         p["batch_size"] = 256  # a minibatch scheme with nothing else left to choose: the former default
@@ -330,7 +334,14 @@ def _quality(task, pred, y, classes) -> float:
 
 
 def _check_flags(args) -> None:
-    """The checkpoint and secure-mode flags, before anything is read."""
+    """The checkpoint and secure-mode flags, before anything is read; resolves
+    ``--intercept-scaling auto`` (R/4 for classification, as the estimator; 1 for regression)."""
+    from .run import _real
+
+    _real("feature_clip", args.feature_clip)
+    if args.intercept_scaling == "auto":
+        args.intercept_scaling = args.feature_clip / 4.0 if args.task == "classification" else 1.0
+    _real("intercept_scaling", args.intercept_scaling)
     if args.secure_mode and args.seed is not None:
         raise ValueError(
             "--seed cannot be combined with --secure-mode: the noise, the batches and the start then come "
@@ -386,7 +397,8 @@ def cmd_train(args) -> int:
     start = time.perf_counter()
     fit = fit_private(
         X, y, loss, **schedule,
-        feature_clip=args.feature_clip, epsilon_target=epsilon, delta=delta,
+        feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
+        epsilon_target=epsilon, delta=delta,
         noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
         clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
         adjacency=args.adjacency, initialization=args.initialization,
@@ -394,6 +406,7 @@ def cmd_train(args) -> int:
         progress=_Progress(args.quiet), secure_mode=args.secure_mode, checkpoint=args.checkpoint,
         checkpoint_every=args.checkpoint_every, resume=args.resume,
         keep_checkpoint=True,  # until the outputs are written; deleted below
+        composed_with=query,
     )
     seconds = time.perf_counter() - start
     result = fit.result
@@ -415,7 +428,7 @@ def cmd_train(args) -> int:
         from .preprocessing import compose_range_query
 
         eps_total, delta_total = compose_range_query(fit.certificate, fit.epsilon, fit.report.delta,
-                                                     fit.run.adjacency, query)
+                                                     fit.run.adjacency, query, report=fit.report)
         extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)
     elif frange is not None:
         fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
@@ -433,6 +446,7 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
         task=args.task, loss=loss, target=target, feature_names=feature_names, classes=classes,
         feature_clip=args.feature_clip, coef=result.coef, version=fit.certificate["noisysgd_version"],
         feature_range=feature_range, feature_range_kind=feature_range_kind,
+        intercept_scaling=result.intercept_scaling,
     )
     metrics = {
         "noise_multiplier": fit.noise_multiplier,
@@ -644,7 +658,8 @@ def _train_rank(rank, world, args, out) -> None:
     start = time.perf_counter()
     fit = fit_private(
         X, y_enc, loss, **schedule,
-        feature_clip=args.feature_clip, epsilon_target=epsilon, delta=args.delta,
+        feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
+        epsilon_target=epsilon, delta=args.delta,
         noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
         clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
         adjacency=args.adjacency, initialization=args.initialization,
@@ -680,11 +695,12 @@ def _train_rank(rank, world, args, out) -> None:
 
 def _shard_trainer(run, loss, X, y, *, rows, device, feature_clip, target_bound, random_state, dtype,
                    analyses, record, callback, secure_mode, checkpoint, checkpoint_every, resume,
-                   keep_checkpoint, checkpoint_context):
+                   keep_checkpoint, checkpoint_context, intercept_scaling=1.0):
     """fit_private's trainer on this rank's shard (train()'s signature; no record, no progress)."""
     from .train.distributed import train_distributed
 
     return train_distributed(run, loss, X, y, rows=rows, feature_clip=feature_clip, target_bound=target_bound,
+                             intercept_scaling=intercept_scaling,
                              random_state=random_state, dtype=dtype, analyses=analyses,
                              secure_mode=secure_mode, device=device, checkpoint=checkpoint,
                              checkpoint_every=checkpoint_every, resume=resume,

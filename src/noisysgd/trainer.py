@@ -97,6 +97,7 @@ def fit_private(
     batch_size: int | None,
     batching: str,
     feature_clip: float,
+    intercept_scaling: float = 1.0,
     epsilon_target: float | None = None,
     delta: float | None = None,
     noise_multiplier: float | None = None,
@@ -119,6 +120,7 @@ def fit_private(
     keep_checkpoint: bool = False,
     n_rows: int | None = None,
     trainer=None,
+    composed_with: dict | None = None,
 ) -> PrivateFit:
     """Calibrate, train and certify Noisy-SGD on (``X``, ``y``) with ``loss``.
 
@@ -131,7 +133,8 @@ def fit_private(
     1/(2(M + λ)), below the step-size limit of every analysis; ``"max"`` is
     0.98·2/(λ + M + λ), just below Ye & Shokri's limit (faster, and a
     stronger contraction per step).  The other arguments are those of
-    :class:`~noisysgd.Run` and :func:`noisysgd.train.train`; ``progress``,
+    :class:`~noisysgd.Run` and :func:`noisysgd.train.train` (``intercept_scaling``:
+    the bias coordinate s of x̄, default 1); ``progress``,
     if given, is called as ``progress(step, total_steps)`` after every step
     (it sees no iterate).
 
@@ -153,6 +156,16 @@ def fit_private(
     :func:`noisysgd.train.train` that trains on the shard
     (:func:`noisysgd.train.distributed.train_distributed` with the shard's
     rows and process group).  None: ``len(X)`` and :func:`~noisysgd.train.train`.
+
+    ``composed_with``: a Gaussian query already answered on the same data (the
+    private feature ranges: a dict with its ``mu``, ``epsilon`` and ``delta``,
+    :func:`noisysgd.preprocessing.private_feature_ranges`).  The target
+    (``epsilon_target``, ``delta``) is then training's share under basic
+    composition, and the calibration goes on below that noise as long as the
+    query and the training *composed* (:func:`noisysgd.preprocessing.compose_range_query`:
+    GDP or RDP composition where the training bound has that form) stay within
+    (``epsilon_target`` + query ε, ``delta`` + query δ); ``certificate["calibration"]``
+    says so.  The training's own ε (``fit.epsilon``) may then exceed its share.
 
     >>> import numpy as np
     >>> from noisysgd.train import BinaryLogistic
@@ -186,6 +199,7 @@ def fit_private(
         if b > n:
             raise ValueError(f"batch_size must be at most the number of examples ({n}). Found {b}.")
     R = _real("feature_clip", feature_clip)
+    s = _real("intercept_scaling", intercept_scaling)
     lam = _real("l2", l2, positive=False)
     adjacency = _choice("adjacency", adjacency, ADJACENCIES)
     initialization = _choice("initialization", initialization, INITIALIZATIONS)
@@ -203,7 +217,7 @@ def fit_private(
         raise ValueError(f"delta must be in (0, 1). Found {delta!r}.")
     _check_secure_mode(secure_mode, random_state)  # before calibrating
     constants = loss.constants(feature_clip=R, clip_norm=clip_norm, diameter=diameter,
-                               target_bound=target_bound)
+                               target_bound=target_bound, intercept_scaling=s)
     if lam > 0 and not constants.convex:
         raise ValueError(
             f"l2 must be 0 for {loss!r} clipped at {constants.lipschitz:g}: the clipped loss is not "
@@ -237,7 +251,10 @@ def fit_private(
         cal = recorded["calibration"]
         run = run.replace(noise_multiplier=cal["noise_multiplier"])
         report = epsilon(run, delta=d, analyses=analyses)
-        if report.best is None or report.epsilon > target:
+        ok = report.best is not None and (
+            report.epsilon <= target if composed_with is None
+            else _composed_epsilon(report, composed_with) <= target + composed_with["epsilon"])
+        if not ok:
             raise _ckpt.CheckpointError(
                 f"checkpoint {str(checkpoint)!r} was calibrated to noise multiplier "
                 f"{cal['noise_multiplier']!r} for epsilon = {target:g}, but this version's accountant "
@@ -249,6 +266,8 @@ def fit_private(
         z = calibration.noise_multiplier
     elif z is None:
         calibration = calibrate(run, epsilon=target, delta=d, analyses=analyses)
+        if composed_with is not None:
+            calibration = _calibrate_composed(run, calibration, composed_with, analyses)
         z, report = calibration.noise_multiplier, calibration.report
         run = run.replace(noise_multiplier=z)
     else:
@@ -269,7 +288,8 @@ def fit_private(
 
         callback = report_step
 
-    result = (train if trainer is None else trainer)(run, loss, X, y, feature_clip=R, target_bound=target_bound,
+    result = (train if trainer is None else trainer)(run, loss, X, y, feature_clip=R, intercept_scaling=s,
+                   target_bound=target_bound,
                    random_state=random_state, dtype=dtype, analyses=rests_on, record=record,
                    callback=callback, secure_mode=secure_mode, checkpoint=checkpoint,
                    checkpoint_every=checkpoint_every, resume=resume, keep_checkpoint=keep_checkpoint,
@@ -281,7 +301,66 @@ def fit_private(
         certificate["calibration"] = {"target_epsilon": target, "noise_multiplier": z,
                                       "rel_tol": calibration.rel_tol,
                                       "evaluations": calibration.evaluations}
+        if composed_with is not None:
+            certificate["calibration"]["composed_with_query"] = {
+                "target_epsilon_total": target + composed_with["epsilon"],
+                "target_delta_total": d + composed_with["delta"],
+                "note": "the noise is the smallest whose composition with the query (GDP, RDP or basic, the "
+                        "tightest) meets the total target; training's own epsilon may exceed target_epsilon"}
     return PrivateFit(result, report, z, calibration, certificate)
+
+
+def _composed_epsilon(report: EpsilonReport, query: dict) -> float:
+    """The total ε of ``report``'s training run composed with the Gaussian ``query``
+    (:func:`noisysgd.preprocessing.compose_range_query`, on a scratch certificate)."""
+    from .preprocessing import compose_range_query
+
+    if report.best is None:
+        return math.inf
+    return compose_range_query({}, report.epsilon, report.delta, report.run.adjacency, query, report=report)[0]
+
+
+def _calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Calibration:
+    """From ``cal`` (training calibrated to its share, basic composition), the smallest noise
+    multiplier (to ``cal.rel_tol``) whose composition with ``query`` meets the total target.
+
+    The answer lies between the training calibrated *alone* to the whole target (no composed
+    bound can be below its training part's own bound at the same δ: √(μ² + μ_q²) ≥ μ, an added
+    RDP term ≥ 0, and basic composition adds ε_q) and ``cal``'s noise; bisection in log z
+    (each composed ε is non-increasing in z).  The returned z was evaluated and met the total."""
+    total, delta_total = cal.target_epsilon + query["epsilon"], cal.delta + query["delta"]
+    hi, hi_report = cal.noise_multiplier, cal.report
+    evaluations = cal.evaluations
+
+    def at(z):
+        nonlocal evaluations
+        evaluations += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = epsilon(run.replace(noise_multiplier=z), delta=cal.delta, analyses=analyses)
+        return r, _composed_epsilon(r, query)
+
+    if _composed_epsilon(hi_report, query) > total * (1 + 1e-12):  # cannot happen (basic composition)
+        return cal
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = calibrate(run, epsilon=total, delta=delta_total, analyses=analyses, rel_tol=cal.rel_tol)
+    evaluations += alone.evaluations
+    lo = alone.noise_multiplier / (1 + cal.rel_tol)
+    if lo >= hi:
+        return cal
+    r, e = at(lo)
+    if e <= total:  # (only if the bounds are not monotone): take it, it was evaluated and meets
+        hi, hi_report, lo = lo, r, None
+    while lo is not None and hi / lo > 1 + cal.rel_tol:
+        mid = math.sqrt(hi * lo)
+        r, e = at(mid)
+        if e <= total:
+            hi, hi_report = mid, r
+        else:
+            lo = mid
+    final = epsilon(run.replace(noise_multiplier=hi), delta=cal.delta, analyses=analyses)  # warnings as usual
+    return Calibration(hi, cal.target_epsilon, cal.delta, final, cal.rel_tol, evaluations + 1)
 
 
 def _requested(analyses):

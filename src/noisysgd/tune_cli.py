@@ -117,11 +117,22 @@ def add_tune_parser(sub, parser_class, formatter) -> None:
     p.add_argument("--lr", default="auto", help="step size, auto or max")
     p.add_argument("--alpha", type=float, default=0.01, help="L2 regularization lambda")
     p.add_argument("--feature-clip", type=float, default=1.0)
+    p.add_argument("--intercept-scaling", default="auto", metavar="S|auto",
+                   help="the bias coordinate of every clipped feature vector (auto = feature clip / 4)")
     p.add_argument("--clip-norm", type=float)
     p.add_argument("--diameter", type=float)
     p.add_argument("--seed", type=int, help="random seed (default: fresh entropy)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(handler=cmd_tune)
+
+
+def _intercept_scaling(text):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"intercept_scaling must be 'auto' or a positive number. Found {text!r}.") from None
 
 
 def _score_noise(text):
@@ -143,6 +154,7 @@ def cmd_tune(args) -> int:
     base = NoisySGDClassifier(
         epochs=args.epochs, batch_size=args.batch_size, batching=args.batching, learning_rate=_learning_rate(args.lr),
         alpha=args.alpha, feature_clip=args.feature_clip, clip_norm=args.clip_norm,
+        intercept_scaling=_intercept_scaling(args.intercept_scaling),
         diameter=args.diameter, multi_class="ovr" if args.loss == "ovr" else "softmax",
     )
     cv = NoisySGDClassifierCV(
@@ -161,7 +173,7 @@ def cmd_tune(args) -> int:
     model = model_document(
         task="classification", loss=fit.result.loss, target=table.target, feature_names=table.feature_names,
         classes=cv.classes_, feature_clip=fit.result.feature_clip, coef=fit.result.coef,
-        version=fit.certificate["noisysgd_version"],
+        version=fit.certificate["noisysgd_version"], intercept_scaling=fit.result.intercept_scaling,
     )
     metrics = {
         "epsilon": cv.epsilon_,

@@ -513,7 +513,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         p.update(epsilon=float(epsilon), delta=float(delta), noise_multiplier=None,
                  learning_rate=params.get("learning_rate", "auto"), feature_clip=float(params["feature_clip"]),
                  clip_norm=params.get("clip_norm"), diameter=params.get("diameter"),
-                 adjacency=params.get("adjacency", "replace"))
+                 adjacency=params.get("adjacency", "replace"), intercept_scaling=_intercept_scaling(params))
         configure(p, loss, n_train, d, None)
         out = dict(params)
         out.update({k: p[k] for k in keys})
@@ -531,7 +531,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         c = loss.constants(feature_clip=float(params["feature_clip"]), clip_norm=params.get("clip_norm"),
-                           diameter=params.get("diameter"))
+                           diameter=params.get("diameter"), intercept_scaling=_intercept_scaling(params))
         lam = float(params["alpha"])
         smooth = None if c.smoothness is None else c.smoothness + lam
         batching = params["batching"]
@@ -759,11 +759,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 "release. The privacy_report_ is set; running fit again is a second tuning (compose).")
         noisy, c, fit = best
         self.best_fit_ = fit
-        W = fit.result.coef
+        W, s = fit.result.coef, fit.result.intercept_scaling  # score = clip(x)·W[:-1] + s·W[-1]
         if W.ndim == 1:
-            self.coef_, self.intercept_ = W[:-1][None, :].copy(), W[-1:].copy()
+            self.coef_, self.intercept_ = W[:-1][None, :].copy(), s * W[-1:]
         else:
-            self.coef_, self.intercept_ = W[:-1].T.copy(), W[-1].copy()
+            self.coef_, self.intercept_ = W[:-1].T.copy(), s * W[-1]
         self.best_params_ = dict(grid[c])
         self.best_index_ = c
         self.best_score_ = noisy / n_val
@@ -852,7 +852,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             b = min(int(b), X.shape[0])
         return fit_private(
             X, y_encoded, loss, epochs=params["epochs"], batch_size=b, batching=params["batching"],
-            feature_clip=params["feature_clip"], epsilon_target=None, delta=delta, noise_multiplier=z,
+            feature_clip=params["feature_clip"], intercept_scaling=_intercept_scaling(params),
+            epsilon_target=None, delta=delta, noise_multiplier=z,
             learning_rate=params["learning_rate"], l2=params["alpha"], clip_norm=params["clip_norm"],
             diameter=params["diameter"], adjacency=params["adjacency"],
             initialization=params["initialization"], analyses=params["analysis"], random_state=seed,
@@ -895,3 +896,9 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         return softmax(s, axis=1)
 
 
+def _intercept_scaling(params: dict) -> float:
+    """The bias coordinate s a candidate's NoisySGDClassifier uses ("auto" resolved as it would)."""
+    from .estimators import NoisySGDClassifier
+
+    return NoisySGDClassifier(feature_clip=params["feature_clip"],
+                              intercept_scaling=params.get("intercept_scaling", "auto"))._intercept_scaling()

@@ -236,6 +236,7 @@ def train_distributed(
     rows=None,
     feature_clip: float,
     target_bound: float | None = None,
+    intercept_scaling: float = 1.0,
     init=None,
     random_state=None,
     dtype="float64",
@@ -325,7 +326,8 @@ def train_distributed(
         # the numpy engine's checks, on this shard's rows
         p = _prepare(run, loss, Xa, ya, feature_clip=feature_clip, target_bound=target_bound,
                      init=init, random_state=None if random_state is None else int(random_state),
-                     dtype=dtype, callback=None, secure_mode=secure_mode, n_rows=count)
+                     dtype=dtype, callback=None, secure_mode=secure_mode, n_rows=count,
+                     intercept_scaling=intercept_scaling)
         constants, checked = _checked_constants(run, loss, p, analyses)
         _derivative_for(loss)
         dev = _resolve_device(torch, device)
@@ -469,9 +471,9 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
     if lazy:  # the same arithmetic as _augment, row by row when a batch needs the rows
         scale = p.feature_clip / np.maximum(p.row_norms, p.feature_clip)
         clipped = np.minimum(p.row_norms, p.feature_clip)
-        Xbar, norms = None, np.sqrt(clipped * clipped + 1.0)
+        Xbar, norms = None, np.sqrt(clipped * clipped + p.intercept_scaling * p.intercept_scaling)
     else:
-        Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms)
+        Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
     shape = loss.param_shape(p.X.shape[1])
     secure = p.secure_mode
@@ -538,7 +540,7 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
             np.multiply(Xr, scale[part, None], out=out[:, :-1], casting="same_kind")
         else:
             out[:, :-1] = Xr.astype(np.float64) * scale[part, None]
-        out[:, -1] = 1.0
+        out[:, -1] = p.intercept_scaling
         return out
     sorted_rows = idx[order]
     # a contiguous shard in order (the usual case): membership is a range test, 'full' needs no gather
@@ -657,7 +659,7 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
     }
     enforced.update(extra)
     return TrainResult(coef=coef, steps=steps, history=(), enforced=enforced, run=run, loss=loss,
-                       feature_clip=p.feature_clip)
+                       feature_clip=p.feature_clip, intercept_scaling=p.intercept_scaling)
 
 
 # --------------------------------------------------------------------------- local launcher

@@ -139,6 +139,8 @@ class TrainResult:
         The run that drove the trainer.
     loss : Loss
     feature_clip : float
+    intercept_scaling : float
+        s, the bias coordinate of x̄ (the intercept is s·W[-1]).
     """
 
     coef: np.ndarray
@@ -148,18 +150,20 @@ class TrainResult:
     run: Run | None = None
     loss: Loss | None = None
     feature_clip: float | None = None
+    intercept_scaling: float = 1.0
+
+    def _xbar(self, X):
+        from .losses import augment
+
+        return augment(X, self.feature_clip, intercept_scaling=self.intercept_scaling, dtype=self.coef.dtype)
 
     def scores(self, X) -> np.ndarray:
         """Scores x̄ᵀW of new examples (features clipped as in training)."""
-        from .losses import augment
-
-        return self.loss.scores(self.coef, augment(X, self.feature_clip, dtype=self.coef.dtype))
+        return self.loss.scores(self.coef, self._xbar(X))
 
     def predict(self, X) -> np.ndarray:
         """Predictions of the loss (±1, class index, or real value)."""
-        from .losses import augment
-
-        return self.loss.predict(self.coef, augment(X, self.feature_clip, dtype=self.coef.dtype))
+        return self.loss.predict(self.coef, self._xbar(X))
 
 
 # --------------------------------------------------------------------------- core
@@ -272,10 +276,11 @@ class _Prepared:
     row_norms: np.ndarray
     raw_y: np.ndarray
     secure_mode: bool = False
+    intercept_scaling: float = 1.0
 
 
 def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
-             secure_mode=False, n_rows=None):
+             secure_mode=False, n_rows=None, intercept_scaling=1.0):
     """Validate and convert the inputs of a training run.  ``n_rows``: the rows ``X`` must
     have (default ``run.n``; a data-parallel rank holds a shard of the run's n rows)."""
     if not isinstance(run, Run):
@@ -284,6 +289,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     if not isinstance(loss, Loss):
         raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
     R = _positive("feature_clip", feature_clip)
+    s = _positive("intercept_scaling", intercept_scaling)
     Yb = _positive("target_bound", target_bound, optional=True)
     if Yb is not None and not getattr(loss, "uses_target_bound", False):
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
@@ -336,7 +342,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
                 )
         init = W0
     row_norms = _row_norms(X)
-    return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y, secure_mode)
+    return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y, secure_mode, s)
 
 
 def _checked_constants(run: Run, loss: Loss, p, analyses):
@@ -344,7 +350,8 @@ def _checked_constants(run: Run, loss: Loss, p, analyses):
     run, and the analyses the certificate rests on, checked to apply (every engine
     does both before any step)."""
     constants = loss.constants(feature_clip=p.feature_clip, clip_norm=run.lipschitz,
-                               diameter=run.diameter, target_bound=p.target_bound)
+                               diameter=run.diameter, target_bound=p.target_bound,
+                               intercept_scaling=p.intercept_scaling)
     _check_constants(run, loss, constants)
     return constants, _check_analyses(run, analyses)
 
@@ -447,6 +454,7 @@ def _enforced(p: _Prepared, *, clip_norm, radius, init_kind: str, steps: int, no
         "loss": repr(p.loss),
         "clip_norm": clip_norm,
         "feature_clip": p.feature_clip,
+        "intercept_scaling": p.intercept_scaling,
         "target_bound": p.target_bound,
         "l2": run.strong_convexity,
         "projection_radius": radius,
@@ -514,6 +522,7 @@ def _description(p: _Prepared, checked, context) -> dict:
         "analyses": list(checked),
         "secure_mode": p.secure_mode,
         "context": context,
+        **({} if p.intercept_scaling == 1.0 else {"intercept_scaling": p.intercept_scaling}),
     }
 
 
@@ -528,6 +537,7 @@ def train(
     *,
     feature_clip: float,
     target_bound: float | None = None,
+    intercept_scaling: float = 1.0,
     init=None,
     random_state=None,
     dtype=np.float64,
@@ -554,7 +564,7 @@ def train(
         :class:`Squared` or :class:`Huber`.
     X : array_like, shape (run.n, d)
         Finite features; each row is clipped to norm ``feature_clip`` and a
-        bias coordinate 1 is appended.
+        bias coordinate ``intercept_scaling`` is appended.
     y : array_like, shape (run.n,)
         Labels, encoded by the loss: {0, 1} or {−1, +1} (binary), class
         indices 0..k−1 (multiclass), real values (regression; clipped to
@@ -563,6 +573,9 @@ def train(
         R > 0, fixed independently of the data.
     target_bound : float, optional
         Y > 0 for regression losses.
+    intercept_scaling : float
+        s > 0, the bias coordinate appended to every clipped row (default 1;
+        :func:`~noisysgd.train.losses.augment`).
     init : None or array
         The start, fixed independently of the data: None = 0 (the centre of
         K) or an explicit array in K.  When ``run.initialization`` is
@@ -662,7 +675,8 @@ def train(
     True
     """
     p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
-                 random_state=random_state, dtype=dtype, callback=callback, secure_mode=secure_mode)
+                 random_state=random_state, dtype=dtype, callback=callback, secure_mode=secure_mode,
+                 intercept_scaling=intercept_scaling)
     constants, checked = _checked_constants(run, loss, p, analyses)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False. Found {record!r}.")
@@ -700,6 +714,7 @@ def sgd(
     *,
     feature_clip: float,
     target_bound: float | None = None,
+    intercept_scaling: float = 1.0,
     init=None,
     random_state=None,
     dtype=np.float64,
@@ -724,7 +739,7 @@ def sgd(
     [1.0, -1.0, 0.5, 0.0]
     """
     p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
-                 random_state=random_state, dtype=dtype, callback=callback)
+                 random_state=random_state, dtype=dtype, callback=callback, intercept_scaling=intercept_scaling)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False. Found {record!r}.")
     if not isinstance(clip, bool):
@@ -735,7 +750,7 @@ def sgd(
 
 def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
-    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms)
+    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y
     shape = loss.param_shape(p.X.shape[1])
     resumed = None if ledger is None else ledger.resumed
@@ -789,4 +804,4 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
                          noise_std=noise_std)
     enforced.update(extra)
     return TrainResult(coef=W, steps=steps, history=tuple(history), enforced=enforced, run=run,
-                       loss=loss, feature_clip=p.feature_clip)
+                       loss=loss, feature_clip=p.feature_clip, intercept_scaling=p.intercept_scaling)

@@ -86,8 +86,9 @@ def _float_dtype(dtype) -> np.dtype:
     return dt
 
 
-def augment(X, feature_clip: float, *, dtype=np.float64, return_norms: bool = False):
-    """X̄ = (clip_R(x_i), 1) for every row x_i of ``X``.
+def augment(X, feature_clip: float, *, intercept_scaling: float = 1.0, dtype=np.float64,
+            return_norms: bool = False):
+    """X̄ = (clip_R(x_i), s) for every row x_i of ``X``.
 
     Each row is scaled by min(1, R/‖x_i‖) (R = ``feature_clip``): a
     per-example operation that does not depend on the other examples.  The
@@ -99,17 +100,24 @@ def augment(X, feature_clip: float, *, dtype=np.float64, return_norms: bool = Fa
         Finite features.
     feature_clip : float
         R > 0.
+    intercept_scaling : float
+        s > 0, the constant appended as the bias coordinate (scikit-learn's
+        liblinear convention): the intercept is s·W[-1].  ‖x̄‖² ≤ R² + s², so a
+        small s spends less of the gradient's norm bound on the intercept.
     dtype : float32 or float64
     return_norms : bool
-        Also return ‖x̄_i‖ = √(min(‖x_i‖, R)² + 1) (float64, shape (n,)).
+        Also return ‖x̄_i‖ = √(min(‖x_i‖, R)² + s²) (float64, shape (n,)).
 
     >>> Xbar = augment([[3.0, 4.0], [0.3, 0.4]], feature_clip=1.0)
     >>> np.round(Xbar, 12).tolist()
     [[0.6, 0.8, 1.0], [0.3, 0.4, 1.0]]
+    >>> augment([[3.0, 4.0]], feature_clip=1.0, intercept_scaling=0.25).tolist()
+    [[0.6000000000000001, 0.8, 0.25]]
     """
     R = _positive("feature_clip", feature_clip)
+    s = _positive("intercept_scaling", intercept_scaling)
     dt = _float_dtype(dtype)
-    Xbar, bar_norms = _augment(_features(X), R, dt)
+    Xbar, bar_norms = _augment(_features(X), R, dt, bias=s)
     return (Xbar, bar_norms) if return_norms else Xbar
 
 
@@ -150,8 +158,9 @@ def _row_norms(X: np.ndarray) -> np.ndarray:
     return norms
 
 
-def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None):
-    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X (``norms``: its ‖x_i‖).
+def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None, bias: float = 1.0):
+    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X (``norms``: its ‖x_i‖;
+    ``bias``: the intercept scaling s, the last coordinate of every x̄).
     The scaling is computed in float64 (row by row for a float32 X, so no
     float64 copy of the whole X is made) and rounded once to ``dt``."""
     norms = _row_norms(X) if norms is None else norms
@@ -163,9 +172,9 @@ def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = N
         for start in range(0, X.shape[0], 4096):  # float64 products, a block at a time
             block = slice(start, start + 4096)
             Xbar[block, :-1] = X[block].astype(np.float64) * scale[block, None]
-    Xbar[:, -1] = 1.0
+    Xbar[:, -1] = bias
     clipped = np.minimum(norms, R)
-    return Xbar, np.sqrt(clipped * clipped + 1.0)
+    return Xbar, np.sqrt(clipped * clipped + bias * bias)
 
 
 @dataclass(frozen=True)
@@ -293,8 +302,13 @@ class Loss:
         clip_norm: float | None = None,
         diameter: float | None = None,
         target_bound: float | None = None,
+        intercept_scaling: float = 1.0,
     ) -> LossConstants:
-        """Lipschitz constant, smoothness and convexity derived from R (and D, Y).
+        """Lipschitz constant, smoothness and convexity derived from R and s (and D, Y).
+
+        Every formula below is written for the bias coordinate s = 1 (‖x̄‖² ≤
+        R² + 1, as in the papers); with an intercept scaling s it holds with
+        R² + s² in place of R² + 1, since it uses x̄ only through that bound.
 
         Parameters
         ----------
@@ -306,6 +320,8 @@ class Loss:
             D of the ball (centred at 0) the iterates are projected onto.
         target_bound : float, optional
             Y, the bound labels are clipped to (regression).
+        intercept_scaling : float
+            s > 0, the bias coordinate of x̄ (:func:`augment`).
 
         Returns
         -------
@@ -315,7 +331,10 @@ class Loss:
         L = _positive("clip_norm", clip_norm, optional=True)
         D = _positive("diameter", diameter, optional=True)
         Y = _positive("target_bound", target_bound, optional=True)
-        natural, M, derivation = self._natural(R * R + 1.0, D, Y)
+        s = _positive("intercept_scaling", intercept_scaling)
+        natural, M, derivation = self._natural(R * R + s * s, D, Y)
+        if s != 1.0:
+            derivation += f"; intercept scaling s = {s:g}: R²+s² in place of R²+1"
         if L is None and natural is None:
             raise ValueError(
                 f"clip_norm is required for {self.name}: {self._no_natural_reason(D, Y)}. Found None."
@@ -341,7 +360,7 @@ class Loss:
         )
 
     def _natural(self, r2: float, D, Y):
-        """(natural L or None, M, derivation) with r2 = R² + 1."""
+        """(natural L or None, M, derivation) with r2 = R² + s² (s = 1: R² + 1)."""
         raise NotImplementedError
 
     def _no_natural_reason(self, D, Y) -> str:

@@ -287,11 +287,12 @@ def _resolve_device(torch, device):
     return dev
 
 
-def _prepare_torch(torch, run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype):
+def _prepare_torch(torch, run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype,
+                   intercept_scaling=1.0):
     """numpy's checks, same messages in the same order (tensors copied to the host first)."""
     return _prepare(run, loss, _host(torch, X), _host(torch, y), feature_clip=feature_clip,
                  target_bound=target_bound, init=_host(torch, init), random_state=random_state,
-                 dtype=_numpy_dtype(torch, dtype), callback=None)
+                 dtype=_numpy_dtype(torch, dtype), callback=None, intercept_scaling=intercept_scaling)
 
 
 def train_torch(
@@ -302,6 +303,7 @@ def train_torch(
     *,
     feature_clip: float,
     target_bound: float | None = None,
+    intercept_scaling: float = 1.0,
     init=None,
     random_state=None,
     dtype="float64",
@@ -338,6 +340,7 @@ def train_torch(
     """
     torch = _torch()
     p = _prepare_torch(torch, run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound,
+                       intercept_scaling=intercept_scaling,
                        init=init, random_state=random_state, dtype=dtype)
     constants, checked = _checked_constants(run, loss, p, analyses)
     _derivative_for(loss)
@@ -363,6 +366,7 @@ def sgd_torch(
     *,
     feature_clip: float,
     target_bound: float | None = None,
+    intercept_scaling: float = 1.0,
     init=None,
     random_state=None,
     dtype="float64",
@@ -378,6 +382,7 @@ def sgd_torch(
     """
     torch = _torch()
     p = _prepare_torch(torch, run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound,
+                       intercept_scaling=intercept_scaling,
                        init=init, random_state=random_state, dtype=dtype)
     if not isinstance(clip, bool):
         raise ValueError(f"clip must be True or False. Found {clip!r}.")
@@ -389,7 +394,7 @@ def sgd_torch(
 
 def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
-    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms)
+    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
     shape = loss.param_shape(p.X.shape[1])
     streams = rng_streams(p.random_state)
@@ -426,4 +431,4 @@ def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) 
     }
     enforced.update(extra)
     return TrainResult(coef=coef, steps=steps, history=(), enforced=enforced, run=run, loss=loss,
-                       feature_clip=p.feature_clip)
+                       feature_clip=p.feature_clip, intercept_scaling=p.intercept_scaling)
