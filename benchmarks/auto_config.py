@@ -14,8 +14,11 @@ Rows, each at ε ∈ {0.5, 1, 3}, δ = the estimator's default min(1e-5, 1/(10n)
 seeds 0, 1, 2 (the split's and the model's):
 
 * ``defaults (pre-auto)``: ``NoisySGDClassifier(epsilon=ε, epochs=100,
-  batch_size=256, batching="cyclic", alpha=0.01)`` — what the estimator did
+  batch_size=256, batching="cyclic", alpha=0.01, intercept_scaling=1.0)`` — what the estimator did
   before ``"auto"`` (the issue's "today's defaults").
+* ``auto, intercept 1``: ``NoisySGDClassifier(epsilon=ε, intercept_scaling=1.0)``:
+  the automatic configuration with the bias coordinate 1 it had before
+  ``intercept_scaling="auto"`` (R/4).
 * ``auto``: ``NoisySGDClassifier(epsilon=ε)`` — the configuration chosen by
   :func:`noisysgd.config.auto_config` from n, d, the number of classes, ε, δ,
   the feature clip and the loss constants only (no feature, no label).
@@ -147,7 +150,8 @@ def main(argv=None) -> int:
             if name != "fashion_pixels" or args.fashion_nonprivate:  # minutes on 60,000 x 784
                 rows.setdefault("non-private", []).append(_nonprivate(Xtr, Xte, ytr, yte))
             for eps in EPSILONS:
-                variants = {"defaults (pre-auto)": LEGACY, "auto": {}}
+                variants = {"defaults (pre-auto)": {**LEGACY, "intercept_scaling": 1.0},
+                            "auto, intercept 1": {"intercept_scaling": 1.0}, "auto": {}}
                 if frange is not None:
                     variants["auto + feature_range"] = {"feature_range": frange}
                 for label, params in variants.items():
