@@ -52,7 +52,9 @@ def test_the_choice_minimises_the_proxy_and_its_noise_meets_the_target():
         smoothness=0.5 + c["alpha"], strong_convexity=c["alpha"], convex=True)
     assert c["learning_rate"] == pytest.approx(0.5 / (0.5 + c["alpha"]))
     assert noisysgd.epsilon(run, delta=1e-5, analyses=list(SEARCH_ANALYSES)).epsilon <= 1.0
-    assert "B = 10" in cfg.explanation and cfg.to_dict()["chosen"] == c
+    B = 10.0 * max(1.0, math.sqrt(PUBLIC["d"] / 64.0))  # MODEL_NORM·max(1, √(d/64))/R, R = 1
+    assert cfg.assumptions["model_norm"] == pytest.approx(B, rel=1e-15)
+    assert f"B = {B:g}" in cfg.explanation and cfg.to_dict()["chosen"] == c
 
 
 def test_more_privacy_budget_never_raises_a_fixed_configuration_s_proxy():

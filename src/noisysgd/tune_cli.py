@@ -26,7 +26,7 @@ import numpy as np
 from .io import atomic_directory, check_output_dir, load_table, write_json
 from .model import model_document
 from .run import BATCHING_SCHEMES
-from .train_cli import _learning_rate
+from .train_cli import _float_or_auto, _learning_rate
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_grid"]
 
@@ -117,22 +117,13 @@ def add_tune_parser(sub, parser_class, formatter) -> None:
     p.add_argument("--lr", default="auto", help="step size, auto or max")
     p.add_argument("--alpha", type=float, default=0.01, help="L2 regularization lambda")
     p.add_argument("--feature-clip", type=float, default=1.0)
-    p.add_argument("--intercept-scaling", default="auto", metavar="S|auto",
+    p.add_argument("--intercept-scaling", type=_float_or_auto, default="auto", metavar="S|auto",
                    help="the bias coordinate of every clipped feature vector (auto = feature clip / 4)")
     p.add_argument("--clip-norm", type=float)
     p.add_argument("--diameter", type=float)
     p.add_argument("--seed", type=int, help="random seed (default: fresh entropy)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(handler=cmd_tune)
-
-
-def _intercept_scaling(text):
-    if text == "auto":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"intercept_scaling must be 'auto' or a positive number. Found {text!r}.") from None
 
 
 def _score_noise(text):
@@ -154,7 +145,7 @@ def cmd_tune(args) -> int:
     base = NoisySGDClassifier(
         epochs=args.epochs, batch_size=args.batch_size, batching=args.batching, learning_rate=_learning_rate(args.lr),
         alpha=args.alpha, feature_clip=args.feature_clip, clip_norm=args.clip_norm,
-        intercept_scaling=_intercept_scaling(args.intercept_scaling),
+        intercept_scaling=args.intercept_scaling,
         diameter=args.diameter, multi_class="ovr" if args.loss == "ovr" else "softmax",
     )
     cv = NoisySGDClassifierCV(
