@@ -481,8 +481,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         bound on one coordinate, and every coordinate's noise grows with
         it.  **"auto"** is R/4: the noise is that of R alone up to 3 %
         (√(1 + 1/16)), and the intercept still moves a quarter as fast
-        (measured, ``benchmarks/auto_config.py``: digits at ε = 1, 0.586 →
-        0.68; see docs/accuracy.md).  Set 1.0 for the behaviour before
+        (measured, ``benchmarks/auto_config.py``: digits at ε = 1, 0.589 →
+        0.681; see docs/accuracy.md).  Set 1.0 for the behaviour before
         "auto".
 
     Attributes
