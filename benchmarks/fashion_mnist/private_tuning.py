@@ -24,8 +24,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 GRID = {"batch_size": [500, 2000], "epochs": [30, 120], "alpha": [1e-5, 1e-4]}
 
