@@ -490,8 +490,9 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
     if config.get("auto"):
         run = fit.run
         alpha = config.get("chosen", {}).get("alpha", run.strong_convexity)
-        print(f"configuration (auto, from public quantities only): batching={run.batching}, batch size "
-              f"{run.batch_size or n}, {run.epochs:g} epochs, alpha={alpha:g}")
+        print(fill(f"configuration (auto, from public quantities only): batching={run.batching}, batch size "
+                   f"{run.batch_size or n}, {run.epochs:g} epochs, alpha={alpha:g}; intercept scaling "
+                   f"{fit.result.intercept_scaling:g}"))
     if args.secure_mode:
         print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
     name, value = next(iter(quality.items()))
