@@ -33,6 +33,7 @@ def test_replacing_one_row_moves_at_most_one_count_per_feature(seed, d, n):
     assert np.linalg.norm(removed) <= np.sqrt(d) + 1e-12
 
 
+@pytest.mark.filterwarnings("ignore:feature_range='private'")  # 500 rows: the small budget swamps most counts
 @pytest.mark.parametrize("eps, delta, adjacency", [(0.1, 1e-6, "replace"), (0.5, 1e-8, "add-remove")])
 def test_the_noise_meets_the_query_budget_and_no_more(eps, delta, adjacency):
     X = np.random.default_rng(0).normal(size=(500, 6))
@@ -138,3 +139,20 @@ def test_rdp_composition_with_the_query(analysis):
     assert eps >= gdp_epsilon(0.05, 1e-6) and eps >= noisysgd.epsilon(run, delta=1e-6, analyses=analysis).epsilon * (1 - 1e-9)
     assert cert["certificate"]["training_guarantee"] == "training"
     assert cert["epsilon_total_basic"] == pytest.approx(report.epsilon + query["epsilon"])
+
+
+def test_a_query_swamped_by_its_noise_says_so():
+    """Features whose every noisy count is below the floor fall back to the widest public range; the
+    query says how many (post-processing of what it releases), and says nothing when all are informative."""
+    rng = np.random.default_rng(4)
+    small = rng.normal(size=(60, 12)) * 10.0 ** rng.uniform(-3, 3, size=12)
+    with pytest.warns(UserWarning, match=r"swamps every count of (\d+) of 12 features") as caught:
+        (low, high), details = private_feature_ranges(small, 0.1, 1e-6, rng=1)
+    k = details["uninformative_features"]
+    assert k > 0 and f"of {k} of 12 features" in str(caught[0].message)
+    assert np.sum(high == 2.0 ** (EXPONENTS[1] + 1)) >= k
+    big = rng.normal(size=(20000, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, details = private_feature_ranges(big, 1.0, 1e-6, rng=2)
+    assert details["uninformative_features"] == 0

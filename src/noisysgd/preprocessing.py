@@ -96,7 +96,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     conversion (their Corollary 2.13; :func:`noisysgd.gdp.gdp_epsilon`).
 
     From the noisy counts (those below ``NOISE_FLOOR``·σ read as 0; a feature with none above
-    it gets the widest public range) s_j = 2^(k+1) for the smallest bucket k above which at
+    it gets the widest public range, and a ``UserWarning`` says how many did) s_j = 2^(k+1) for the smallest bucket k above which at
     most (1 − ``quantile``)·n of the noisy mass lies — post-processing, with
     n = the number of rows (public under replace adjacency; under add/remove the noisy total
     stands in for it).  Values beyond s_j are clipped by the scaling, as any range clips.
@@ -149,7 +149,15 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "quantile": float(quantile), "adjacency": adjacency,
         "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP), Corollary 2.13",
         "scales": s.tolist(),
+        "uninformative_features": int(empty.sum()),
     }
+    if empty.any():  # post-processing of the released counts: saying so leaks nothing more
+        warnings.warn(
+            f"feature_range='private': the query's noise (std {sigma:.3g} per count, n = {n} rows) swamps "
+            f"every count of {int(empty.sum())} of {d} features; their ranges fell back to the widest public "
+            f"range (±2^{hi + 1}), which shrinks them to almost nothing. Give public bounds "
+            "(feature_range=(low, high); noisysgd train --feature-range LOW,HIGH) or more rows",
+            UserWarning, stacklevel=3)
     return (-s, s), details
 
 
