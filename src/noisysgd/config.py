@@ -45,14 +45,16 @@ assumption, stated in the report: B = :data:`MODEL_NORM`·max(1, √(d/64))/R,
 have coordinates of size ~R/√d, so a model whose scores are a few units has
 a norm growing like √d/R — a heuristic, not a law, used only to grow B
 above its value at d = 64 (a smaller B for a few features chose 10 epochs at
-λ = 0.1 on the README's 5-feature example and lost 5–10 points): on Fashion-MNIST the
-non-private optimum's norm is about 50 at λ = 1e-4 and about 100 at λ = 1e-5
-for both d = 784 pixels and d = 3,969 ScatterNet features, where the
-assumption gives 35 and 79 (docs/accuracy.md).  With B = 10 on those, the
-proxy under-rated the optimisation still to do and chose 300 full-batch
-steps (ScatterNet at ε = 3: 0.782 test accuracy, against 0.858 (3 seeds) with the
-scaled B, which chose 100 epochs of cyclic batches of 1,024).  With λ = 0 (only when the user fixes ``alpha=0``) only the
-convex bound applies.
+λ = 0.1 on the README's 5-feature example and lost 5–10 points): on
+Fashion-MNIST the non-private optimum's norm is about 50 at λ = 1e-4 and
+about 100 at λ = 1e-5 for both d = 784 pixels and d = 3,969 ScatterNet
+features, where the assumption gives 35 and 79
+(benchmarks/results/fashion_mnist/lambda_ceiling.json).  With B = 10 on
+those, the proxy under-rated the optimisation still to do and chose 300
+full-batch steps (ScatterNet at ε = 3: 0.782 test accuracy, against 0.858
+over 3 seeds with the scaled B, which chose 100 epochs of cyclic batches of
+1,024).  With λ = 0 (only when the user fixes ``alpha=0``) only the convex
+bound applies.
 
 **This is a proxy, not a guarantee of accuracy**: the analysis of cyclic
 batches has correlated, not zero-mean, batch noise; the loss on real data is

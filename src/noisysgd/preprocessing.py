@@ -96,7 +96,8 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     conversion (their Corollary 2.13; :func:`noisysgd.gdp.gdp_epsilon`).
 
     From the noisy counts (those below ``NOISE_FLOOR``·σ read as 0; a feature with none above
-    it gets the widest public range, and a ``UserWarning`` says how many did) s_j = 2^(k+1) for the smallest bucket k above which at
+    it gets the widest public range, and a ``UserWarning`` says how many did)
+    s_j = 2^(k+1) for the smallest bucket k above which at
     most (1 − ``quantile``)·n of the noisy mass lies — post-processing, with
     n = the number of rows (public under replace adjacency; under add/remove the noisy total
     stands in for it).  Values beyond s_j are clipped by the scaling, as any range clips.
@@ -211,7 +212,8 @@ def compose_range_query(certificate: dict, eps_train: float, delta_train: float,
             try:
                 if r.mu is not None:
                     e = gdp_epsilon(math.hypot(r.mu, mu_q), delta)
-                    how = f"GDP composition of {r.analysis} (mu {r.mu:.6g}) and the query (Dong, Roth & Su 2022, Cor. 3.3)"
+                    how = (f"GDP composition of {r.analysis} (mu {r.mu:.6g}) and the query "
+                           "(Dong, Roth & Su 2022, Cor. 3.3)")
                 elif r.rdp is not None and r.orders is not None:
                     alpha = np.asarray(r.orders, dtype=float)
                     with warnings.catch_warnings():
