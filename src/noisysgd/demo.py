@@ -147,7 +147,8 @@ def _markdown(result: dict) -> str:
         f"Run: {run['batching']} batches of {run['batch_size']} ({run['steps_per_epoch']} steps per "
         f"epoch), {cfg['epochs']} epochs = {run['steps']} steps, step size η = "
         f"{run['learning_rate']:.4g}, gradient norm bound L = {run['lipschitz']:.4g} (derived from the "
-        f"feature clip), smoothness M + λ = {run['smoothness']:.4g}, strong convexity λ.",
+        f"feature clip and the bias coordinate: √(2(R² + s²))), smoothness M + λ = {run['smoothness']:.4g}, "
+        "strong convexity λ.",
         "",
         "| method | certified by | noise multiplier z | ε | test accuracy |",
         "|---|---|---|---|---|",
