@@ -123,6 +123,21 @@ def _check_real(estimator, name, value, *, low=0.0, low_open=True, optional=Fals
     return float(value)
 
 
+#: ``intercept_scaling="auto"`` of the classifier (and of ``noisysgd train``/``tune`` for
+#: classification): the bias coordinate is this fraction of ``feature_clip``.
+AUTO_INTERCEPT_SHARE = 0.25
+
+
+def auto_intercept_scaling(feature_clip: float, task: str = "classification") -> float:
+    """The bias coordinate s that ``intercept_scaling="auto"`` means: R/4 for classification
+    (:class:`NoisySGDClassifier`), 1 for regression (:class:`NoisySGDRegressor`'s default).
+
+    >>> auto_intercept_scaling(2.0), auto_intercept_scaling(2.0, "regression")
+    (0.5, 1.0)
+    """
+    return AUTO_INTERCEPT_SHARE * float(feature_clip) if task == "classification" else 1.0
+
+
 #: A CompositionFallbackWarning names an alternative only if it saves at least this noise factor.
 FALLBACK_FACTOR = 1.25
 
@@ -198,15 +213,15 @@ class _NoisySGDBase(BaseEstimator):
                                "None when checkpoint is None (there is no file to write)")
         return p
 
-    #: "auto" intercept scaling, as a fraction of feature_clip (None: "auto" is not accepted)
-    _AUTO_INTERCEPT_SHARE = None
+    #: whether ``intercept_scaling="auto"`` is accepted (:func:`auto_intercept_scaling`)
+    _INTERCEPT_AUTO = False
 
     def _intercept_scaling(self) -> float:
         """The bias coordinate s of x̄ (``intercept_scaling``, "auto" resolved)."""
         value = self.intercept_scaling
-        if _is_auto(value) and self._AUTO_INTERCEPT_SHARE is not None:
-            return self._AUTO_INTERCEPT_SHARE * _check_real(self, "feature_clip", self.feature_clip)
-        return _check_real(self, "intercept_scaling", value, auto_only=self._AUTO_INTERCEPT_SHARE is not None)
+        if _is_auto(value) and self._INTERCEPT_AUTO:
+            return auto_intercept_scaling(_check_real(self, "feature_clip", self.feature_clip))
+        return _check_real(self, "intercept_scaling", value, auto_only=self._INTERCEPT_AUTO)
 
     def _fit(self, X, y, loss, *, target_bound=None):
         p = self._common()
@@ -480,8 +495,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         √(R² + s²), so s = R (or 1 with R = 1) spends half of the squared
         bound on one coordinate, and every coordinate's noise grows with
         it.  **"auto"** is R/4: the noise is that of R alone up to 3 %
-        (√(1 + 1/16)), and the intercept still moves a quarter as fast
-        (measured, ``benchmarks/auto_config.py``: digits at ε = 1, 0.589 →
+        (√(1 + 1/16)), and a step moves the intercept's score s²/R² = 1/16
+        as much as a feature weight's (measured, ``benchmarks/auto_config.py``: digits at ε = 1, 0.589 →
         0.681; see docs/accuracy.md).  Set 1.0 for the behaviour before
         "auto".
 
@@ -522,7 +537,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     '(0.99..., 1e-05)-DP'
     """
 
-    _AUTO_INTERCEPT_SHARE = 0.25
+    _INTERCEPT_AUTO = True
 
     def __init__(self, *, epsilon=1.0, delta=None, noise_multiplier=None, epochs="auto", batch_size="auto",
                  batching="auto", learning_rate="auto", alpha="auto", feature_clip=1.0, clip_norm=None,

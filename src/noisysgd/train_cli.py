@@ -340,7 +340,9 @@ def _check_flags(args) -> None:
 
     _real("feature_clip", args.feature_clip)
     if args.intercept_scaling == "auto":
-        args.intercept_scaling = args.feature_clip / 4.0 if args.task == "classification" else 1.0
+        from .estimators import auto_intercept_scaling
+
+        args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
     _real("intercept_scaling", args.intercept_scaling)
     if args.secure_mode and args.seed is not None:
         raise ValueError(

@@ -898,7 +898,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
 
 def _intercept_scaling(params: dict) -> float:
     """The bias coordinate s a candidate's NoisySGDClassifier uses ("auto" resolved as it would)."""
-    from .estimators import NoisySGDClassifier
+    from .estimators import auto_intercept_scaling
 
-    return NoisySGDClassifier(feature_clip=params["feature_clip"],
-                              intercept_scaling=params.get("intercept_scaling", "auto"))._intercept_scaling()
+    value = params.get("intercept_scaling", "auto")
+    return auto_intercept_scaling(params["feature_clip"]) if value == "auto" else float(value)

@@ -522,6 +522,8 @@ def _description(p: _Prepared, checked, context) -> dict:
         "analyses": list(checked),
         "secure_mode": p.secure_mode,
         "context": context,
+        # recorded only when not 1, so that a checkpoint written before the parameter existed
+        # (always s = 1) still matches its run
         **({} if p.intercept_scaling == 1.0 else {"intercept_scaling": p.intercept_scaling}),
     }
 
