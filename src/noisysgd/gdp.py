@@ -55,7 +55,7 @@ from scipy import special
 from .rdp import validate_delta, validate_orders
 from .run import _real
 
-__all__ = ["bisect_decreasing", "gdp_delta", "gdp_log_delta", "gdp_epsilon", "gdp_rdp", "validate_mu"]
+__all__ = ["bisect_decreasing", "gdp_delta", "gdp_log_delta", "gdp_epsilon", "gdp_mu", "gdp_rdp", "validate_mu"]
 
 _EPS = float(np.finfo(float).eps)
 #: Relative error allowed per special-function evaluation (erfcx, erf, ndtr,
@@ -267,6 +267,32 @@ def gdp_epsilon(mu, delta) -> float:
     raise RuntimeError(  # pragma: no cover
         f"gdp_epsilon could not verify delta(epsilon) <= delta for mu={m!r}, delta={d!r}."
     )
+
+
+def gdp_mu(epsilon, delta) -> float:
+    """The largest μ (to a relative 1e-12, found by bisection) whose μ-GDP meets
+    (``epsilon``, ``delta``)-DP by the exact conversion (:func:`gdp_epsilon`, which is
+    increasing in μ): a Gaussian mechanism of sensitivity Δ calibrated to (ε, δ) needs
+    noise of standard deviation Δ/μ.  The returned μ meets the target (never above it).
+
+    >>> mu = gdp_mu(1.0, 1e-5)
+    >>> gdp_epsilon(mu, 1e-5) <= 1.0 < gdp_epsilon(mu * (1 + 1e-9), 1e-5)
+    True
+    """
+    e = _check_epsilon(epsilon)
+    d = validate_delta(delta)
+    lo, hi = 0.0, 1.0
+    while gdp_epsilon(hi, d) <= e:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:
+            return lo
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if gdp_epsilon(mid, d) <= e:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def gdp_rdp(mu, orders) -> np.ndarray:

@@ -42,10 +42,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .train import PrivacyLeakWarning
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
-           "exponent_histogram", "compose_range_query", "private_ranges_within", "PRIVATE_RANGE_SHARE"]
+           "exponent_histogram", "compose_range_query", "private_ranges_within", "PRIVATE_RANGE_SHARE",
+           "clip_rows", "private_center", "private_center_within", "combine_queries", "CENTER_SHARE",
+           "CENTER_DELTA_SHARE"]
 
 #: Share of the estimators' (ε, δ) that ``feature_range="private"`` spends on the range query.
 PRIVATE_RANGE_SHARE = 0.1
+#: Share of the target's μ (the μ whose μ-GDP meets the target (ε, δ)) that ``center="private"``
+#: gives its mean query: under GDP composition training keeps √(1 − 0.3²) of μ, about 5 % more noise.
+CENTER_SHARE = 0.3
+#: Share of δ that ``center="private"``'s mean query takes.
+CENTER_DELTA_SHARE = 0.1
 #: Binary exponents the private range query distinguishes: |x| in [2^k, 2^(k+1)) for k in this
 #: range (smaller magnitudes count in the lowest bucket, larger in the highest).
 EXPONENTS = (-16, 16)
@@ -103,7 +110,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     stands in for it).  Values beyond s_j are clipped by the scaling, as any range clips.
 
     Returns ((low, high), details) with low = −s, high = s (arrays of shape (d,))."""
-    from .gdp import gdp_epsilon
+    from .gdp import gdp_mu
 
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
@@ -117,18 +124,9 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     B = hi - lo + 1
     sens = math.sqrt((2.0 if adjacency == "replace" else 1.0) * d)
     # the smallest σ (largest μ = sens/σ) whose exact conversion meets (epsilon, delta)
-    a, b = 1e-9, 1e3  # gdp_epsilon increases with mu: keep the end that meets the target
-    if gdp_epsilon(a, delta) > epsilon:
+    mu = gdp_mu(epsilon, delta)
+    if not mu > 1e-9:
         raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for the range query.")
-    for _ in range(200):
-        m = 0.5 * (a + b)
-        if not a < m < b:
-            break
-        if gdp_epsilon(m, delta) <= epsilon:
-            a = m
-        else:
-            b = m
-    mu = a
     sigma = sens / mu
     noisy = counts + sigma * rng.standard_normal(counts.shape)
     # counts below NOISE_FLOOR·σ are read as empty: otherwise the positive noise of the many
@@ -143,6 +141,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     k[empty] = B - 1                                           # take the widest public range
     s = np.exp2(k + lo + 1.0)
     details = {
+        "feature_range": "private",
         "query": ("Gaussian histogram of each feature's binary exponent floor(log2|x|) over buckets "
                   f"2^{lo}..2^{hi} (clamped), L2 sensitivity sqrt({'2' if adjacency == 'replace' else ''}d) "
                   f"= {sens:.4g}"),
@@ -162,6 +161,16 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     return (-s, s), details
 
 
+def _query_rng(seed, secure_mode: bool, stream: int):
+    """The noise source of a preprocessing query: the operating system's CSPRNG in
+    ``secure_mode``, else ``seed`` (an int, or None for fresh entropy) on a ``stream`` of its own."""
+    if secure_mode:
+        from .train.secure import SecureRandom
+
+        return SecureRandom()
+    return np.random.default_rng(None if not isinstance(seed, (int, np.integer)) else [int(seed), stream])
+
+
 def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, seed=None,
                           secure_mode: bool = False) -> tuple:
     """Spend :data:`PRIVATE_RANGE_SHARE` of (``epsilon``, ``delta``) on
@@ -169,20 +178,137 @@ def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, se
     training).  The noise comes from the operating system's CSPRNG in ``secure_mode``, else
     from ``seed`` (an int, or None for fresh entropy) on a stream of its own."""
     eq, dq = PRIVATE_RANGE_SHARE * epsilon, PRIVATE_RANGE_SHARE * delta
-    if secure_mode:
-        from .train.secure import SecureRandom
-
-        rng = SecureRandom()
-    else:
-        rng = np.random.default_rng(None if not isinstance(seed, (int, np.integer)) else [int(seed), 0x5CA1E])
+    rng = _query_rng(seed, secure_mode, 0x5CA1E)
     frange, query = private_feature_ranges(X, eq, dq, adjacency=adjacency, rng=rng)
     return frange, query, epsilon - eq, delta - dq
+
+
+def clip_rows(X, radius: float) -> np.ndarray:
+    """Each row of ``X`` scaled down to norm ``radius`` if it is longer (as the trainer clips).
+
+    >>> clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return X * (radius / np.maximum(norms, radius))
+
+
+def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None) -> tuple:
+    """The mean query of ``center="private"``, and the centering it defines.
+
+    Every row is clipped to norm ``radius`` R₀ (x̃ = :func:`clip_rows`), and the mean of the
+    clipped rows is released with Gaussian noise:
+
+    * replace adjacency (n public): m̂ = (1/n)·Σ x̃_i + N(0, σ²I), σ = Δ/μ with Δ = 2R₀/n, the L2
+      sensitivity of the mean (two rows of norm ≤ R₀ differ by at most 2R₀);
+    * add/remove adjacency (n not public): the sum of (x̃_i, R₀) — the last coordinate counts
+      the rows — is released with N(0, σ²I), σ = Δ/μ, Δ = √2·R₀ (the norm of one summand),
+      and m̂ = sum/max(count, 1) (post-processing), of noise about σ/n per coordinate.
+
+    A Gaussian mechanism of sensitivity Δ and noise Δ/μ is μ-GDP (Dong, Roth & Su 2022,
+    Theorem 2.7).  Everything else is post-processing of the released vector: with σ_m the
+    standard deviation of m̂'s noise per coordinate and d the number of features, E‖m̂‖² =
+    ‖m‖² + dσ_m².  If ‖m̂‖² ≤ 2dσ_m² the mean does not stand out of its noise and the rows are
+    not centered (a ``UserWarning`` says so; the budget is spent all the same).  Otherwise the
+    training rows become clip_{R_c}(x̃ − m̂), where R_c estimates their root-mean-square norm:
+    E‖x̃ − m̂‖² = E‖x̃‖² − ‖m‖² + dσ_m² ≤ R₀² − ‖m̂‖² + 2dσ_m² (equality when every row was
+    clipped — raw pixels, raw tabular features), so R_c = min(R₀, √(R₀² − ‖m̂‖² + 2dσ_m²)),
+    and at least √d·σ_m: the noise m − m̂ is in every centered row, so their norms are about
+    that at least (the first estimate, a difference of two noisy squares, can come out near 0
+    when the rows barely differ and n is small).  Centering removes the common direction that dominates rows of
+    non-negative features, so the sensitivity R_c is spent on what tells examples apart.
+
+    Returns (center m̂ or None, R_c, details)."""
+    X = clip_rows(X, radius)
+    n, d = X.shape
+    if adjacency not in ("replace", "add-remove"):
+        raise ValueError(f"adjacency must be 'replace' or 'add-remove'. Found {adjacency!r}.")
+    if not (isinstance(mu, numbers.Real) and mu > 0 and math.isfinite(mu)):
+        raise ValueError(f"mu must be a positive number. Found {mu!r}.")
+    rng = np.random.default_rng(rng) if not hasattr(rng, "standard_normal") else rng
+    if adjacency == "replace":
+        sens = 2.0 * radius / n
+        sigma = sens / mu
+        mean = X.mean(axis=0) + sigma * rng.standard_normal(d)
+        sigma_mean = sigma
+        query = f"Gaussian mean of the rows clipped to norm {radius:g}, L2 sensitivity 2R/n = {sens:.4g}"
+    else:
+        sens = math.sqrt(2.0) * radius
+        sigma = sens / mu
+        noisy = np.append(X.sum(axis=0), n * radius) + sigma * rng.standard_normal(d + 1)
+        count = max(noisy[-1] / radius, 1.0)
+        mean = noisy[:-1] / count
+        sigma_mean = sigma / count
+        query = (f"Gaussian sum of (x clipped to norm {radius:g}, {radius:g}) (mean = sum / count), "
+                 f"L2 sensitivity sqrt(2)R = {sens:.4g}")
+    m2, noise2 = float(mean @ mean), d * sigma_mean * sigma_mean
+    used = m2 > 2.0 * noise2
+    clip = min(radius, math.sqrt(max(radius * radius - m2 + 2.0 * noise2, noise2)))
+    details = {
+        "center": "private", "query": query, "noise_std": sigma, "noise_std_mean": sigma_mean, "mu": float(mu),
+        "adjacency": adjacency, "radius": float(radius), "centered": bool(used),
+        "feature_clip_after_centering": clip if used else float(radius),
+        "mean_norm": math.sqrt(m2), "expected_noise_norm": math.sqrt(noise2),
+        "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP)",
+    }
+    if not used:  # post-processing of the released mean: saying so leaks nothing more
+        warnings.warn(
+            f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
+            f"(expected norm {math.sqrt(noise2):.3g}, n = {n} rows); the rows were not centered",
+            UserWarning, stacklevel=3)
+        return None, float(radius), details
+    return mean, clip, details
+
+
+def private_center_within(X, epsilon: float, delta: float, *, radius: float, adjacency: str, seed=None,
+                          secure_mode: bool = False) -> tuple:
+    """Spend a share of the target on :func:`private_center`: μ_q = :data:`CENTER_SHARE`·μ
+    (μ = :func:`noisysgd.gdp.gdp_mu` of (``epsilon``, ``delta``)) at δ_q =
+    :data:`CENTER_DELTA_SHARE`·δ.  Returns (center, R_c, query details with its own (ε_q, δ_q),
+    epsilon and delta left for training under basic composition — the trainer then calibrates
+    to the composed total, :func:`compose_range_query`).  Noise as :func:`private_ranges_within`."""
+    from .gdp import gdp_epsilon, gdp_mu
+
+    mu = CENTER_SHARE * gdp_mu(epsilon, delta)
+    dq = CENTER_DELTA_SHARE * delta
+    if not mu > 0:
+        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for center='private'.")
+    eq = gdp_epsilon(mu, dq)
+    if not eq < epsilon:
+        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for center='private' "
+                         f"(its mean query alone costs epsilon {eq:.3g} at delta {dq:.3g}).")
+    center, clip, query = private_center(X, mu, radius=radius, adjacency=adjacency,
+                                         rng=_query_rng(seed, secure_mode, 0xCE27E4))
+    query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CENTER_SHARE)
+    return center, clip, query, epsilon - eq, delta - dq
+
+
+def combine_queries(queries: list) -> dict | None:
+    """One Gaussian query standing for several answered in turn (each μ_i-GDP): it is
+    √(Σμ_i²)-GDP (Dong, Roth & Su 2022, Corollary 3.3, adaptive), and (Σε_i, Σδ_i)-DP (basic
+    composition); the parts are kept under "parts"."""
+    if not queries:
+        return None
+    if len(queries) == 1:
+        return queries[0]
+    out = {}
+    for q in queries:
+        out.update({k: q[k] for k in ("feature_range", "center", "centered", "feature_clip_after_centering")
+                    if k in q})
+    out.update(query="; ".join(q["query"] for q in queries),
+               mu=math.sqrt(sum(q["mu"] ** 2 for q in queries)),
+               epsilon=float(sum(q["epsilon"] for q in queries)), delta=float(sum(q["delta"] for q in queries)),
+               citation="Dong, Roth & Su 2022, Corollary 3.3 (GDP composition)", parts=list(queries))
+    return out
 
 
 def compose_range_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,
                         query: dict, report=None) -> tuple[float, float]:
     """Make ``certificate`` (a training certificate, changed in place) cover the model *and*
-    the private ranges it was trained with.  Returns the total (ε, δ), at δ = δ_train + δ_query.
+    the private preprocessing it was trained with (ranges, centering, or both:
+    :func:`combine_queries`).  Returns the total (ε, δ), at δ = δ_train + δ_query.
 
     Always available: (ε, δ) add up — basic composition, which holds for adaptively chosen
     mechanisms (Dwork & Roth 2014, Theorem 3.16 and §3.5).  With the training's
@@ -196,8 +322,8 @@ def compose_range_query(certificate: dict, eps_train: float, delta_train: float,
       adaptive composition), converted as the accountant converts.
 
     Both compositions are adaptive: the training run, for any fixed ranges, meets its bound on
-    every pair of adjacent data sets (scaling each example by public-given ranges keeps them
-    adjacent)."""
+    every pair of adjacent data sets (scaling each example by given ranges, or subtracting a
+    given center, changes each example alone, so adjacent data sets stay adjacent)."""
     eps_basic, delta = eps_train + query["epsilon"], delta_train + query["delta"]
     eps, method = eps_basic, "basic composition (Dwork & Roth 2014, Theorem 3.16, adaptive)"
     mu_q = query.get("mu")
@@ -227,9 +353,11 @@ def compose_range_query(certificate: dict, eps_train: float, delta_train: float,
                 continue
             if math.isfinite(e) and e < eps:
                 eps, method = float(e), how
-    certificate["preprocessing"] = {"feature_range": "private", **query}
-    composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and its private feature ranges, {adjacency} "
-                f"adjacency: the range query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
+    certificate["preprocessing"] = dict(query)
+    what = " and ".join(w for k, w in (("feature_range", "its private feature ranges"),
+                                        ("center", "its private centering")) if k in query) or "its preprocessing"
+    composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and {what}, {adjacency} "
+                f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
                 f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
                 f"({eps_train:.6g}, {delta_train:.3g}) by {method}")
     cert = certificate.get("certificate")

@@ -232,9 +232,10 @@ def fit_private(
         smoothness=smoothness, strong_convexity=lam, convex=constants.convex,
         diameter=diameter, adjacency=adjacency, initialization=initialization,
     )
-    if d >= 1.0 / n:
+    d_total = d + (composed_with["delta"] if composed_with is not None else 0.0)  # what the user asked for
+    if d_total >= 1.0 / n:
         warnings.warn(
-            f"delta = {d:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
+            f"delta = {d_total:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
             "permits releasing some examples outright; use delta well below 1/n",
             DeltaWarning, stacklevel=3,
         )
