@@ -48,8 +48,9 @@ def _data(n=2000, d=6, k=3, seed=0):
 
 def test_classifier_meets_its_target_with_the_calibrated_noise():
     X, y = _data()
+    # center=None: the training run alone (centering composes a mean query: test_private_center.py)
     clf = NoisySGDClassifier(epsilon=1.0, delta=1e-5, feature_clip=4.0, epochs=50, batch_size=200,
-                             alpha=0.05, random_state=1).fit(X, y)
+                             alpha=0.05, center=None, random_state=1).fit(X, y)
     run = clf.run_
     # the run is the one the loss implies, not measured from the data
     R, lam = 4.0, 0.05
@@ -73,7 +74,7 @@ def test_classifier_meets_its_target_with_the_calibrated_noise():
 def test_certificate_is_json_and_says_what_was_enforced():
     X, y = _data()
     clf = NoisySGDClassifier(epsilon=2.0, delta=1e-5, feature_clip=4.0, epochs=20, batch_size=200,
-                             alpha=0.01, random_state=0).fit(X, y)
+                             alpha=0.01, center=None, random_state=0).fit(X, y)
     cert = json.loads(json.dumps(clf.privacy_report_, allow_nan=False))
     assert cert["epsilon"] == pytest.approx(clf.epsilon_) and cert["delta"] == 1e-5
     assert cert["adjacency"] == "replace" and cert["noisysgd_version"] == noisysgd.__version__
@@ -138,7 +139,7 @@ def test_clipped_softmax_is_not_convex_but_one_vs_rest_is():
                                  delta=1e-5, epochs=5, batch_size=200, random_state=0).fit(X, y)
     assert not clf.run_.convex and clf.privacy_report_["best_analysis"].startswith("composition")
     ovr = NoisySGDClassifier(clip_norm=0.5, multi_class="ovr", feature_clip=4.0, delta=1e-5,
-                             alpha=0.01, epochs=20, batch_size=200, random_state=0).fit(X, y)
+                             alpha=0.01, epochs=20, batch_size=200, center=None, random_state=0).fit(X, y)
     assert ovr.run_.convex and ovr.run_.lipschitz == 0.5
     assert ovr.run_.smoothness == pytest.approx((16 + 1) / 4 + 0.01)
     assert ovr.privacy_report_["best_analysis"] not in ("composition", "composition-pld")
@@ -232,7 +233,7 @@ def _binary(n=2000, d=5, seed=0):
 def _fallback_warnings(**params):
     X, y = _binary()
     base = dict(epsilon=1.0, delta=1e-5, feature_clip=3.0, epochs=50, batch_size=100, alpha=0.01,
-                random_state=0)
+                center=None, random_state=0)
     import warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -368,7 +369,8 @@ def test_intercept_scaling_default_is_a_quarter_of_the_clip_and_the_model_is_con
     X = rng.normal(size=(400, 3)) * 2
     y = (X[:, 0] > 0).astype(int) + (2 * (X[:, 1] > 1) if multi else 0)
     R = 3.0
-    clf = NoisySGDClassifier(epsilon=5.0, delta=1e-5, feature_clip=R, epochs=5, batch_size=50,
+    # center=None: with centering the clip is R_c and s = R_c/4 (test_private_center.py)
+    clf = NoisySGDClassifier(epsilon=5.0, delta=1e-5, feature_clip=R, epochs=5, batch_size=50, center=None,
                              random_state=0).fit(X, y)
     s = R / 4
     assert clf.intercept_scaling_ == s

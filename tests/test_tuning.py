@@ -466,7 +466,8 @@ def test_auto_parameters_of_candidates_are_the_estimators_choice():
         warnings.simplefilter("ignore")
         cv.fit(X, y)
         n_train = 300 - 60
-        chosen_by = {lr: NoisySGDClassifier(epsilon=2.0, delta=1e-5, learning_rate=lr, random_state=0).fit(
+        chosen_by = {lr: NoisySGDClassifier(epsilon=2.0, delta=1e-5, learning_rate=lr, center=None,
+                                            random_state=0).fit(
             X[:n_train], y[:n_train]).privacy_report_["config"]["chosen"] for lr in ("auto", "max")}
     for cand in cv.privacy_report_["candidates"]:
         run, chosen = cand["run"], chosen_by[cand["params"]["learning_rate"]]

@@ -387,7 +387,9 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
     estimator : NoisySGDClassifier or None
         The base estimator whose other parameters every candidate shares
         (default ``NoisySGDClassifier()``).  Its ``adjacency`` must be
-        ``"replace"``.
+        ``"replace"``; its ``center`` None or "auto": the candidates are
+        trained on the rows as they are, not centered (the private mean of
+        ``NoisySGDClassifier`` is not part of the tuning's accounting).
     epsilon, delta : float
         The target for the whole tuning; δ defaults to min(1e-5, 1/(10 n)).
     selection : {"poisson", "negative-binomial", "liu-talwar"}, default="poisson"
@@ -677,7 +679,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 hint = (" (scale with noisysgd.PublicRangeScaler in a Pipeline before the tuning instead)"
                         if key == "feature_range" else "")
                 raise ValueError(f"estimator.{key} must be None for tuning{hint}. Found {base_params[key]!r}.")
-        valid = set(base_params)
+        if base_params.get("center", None) not in (None, "auto"):
+            raise ValueError(
+                "estimator.center must be None or 'auto' for tuning: the tuner trains every candidate on "
+                f"the rows as they are (it does not center them privately). Found {base_params['center']!r}.")
+        valid = set(base_params) - {"center"}
         for cand in grid:
             unknown = sorted(set(cand) - valid)
             if unknown:

@@ -1,0 +1,192 @@
+"""center="private": the rows minus a DP mean, whose cost is composed into the certificate."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import noisysgd
+from noisysgd import NoisySGDClassifier, NoisySGDRegressor
+from noisysgd.gdp import gdp_epsilon, gdp_mu
+from noisysgd.preprocessing import CENTER_SHARE, clip_rows, private_center, private_center_within
+
+
+def _mp_gdp_delta(mu, eps):
+    """δ(ε) of μ-GDP (Dong, Roth & Su 2022, Corollary 2.13), transcribed in mpmath."""
+    m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+    return mpmath.ncdf(-e / m + m / 2) - mpmath.e ** e * mpmath.ncdf(-e / m - m / 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(eps=st.floats(0.01, 20.0), log_delta=st.floats(-12.0, -2.0))
+def test_gdp_mu_is_the_largest_mu_that_meets_the_target(eps, log_delta):
+    delta = 10.0 ** log_delta
+    mu = gdp_mu(eps, delta)
+    assert _mp_gdp_delta(mu, eps) <= delta * (1 + 1e-9)
+    assert _mp_gdp_delta(mu * (1 + 1e-6), eps) > delta
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 8), n=st.integers(2, 30), radius=st.floats(0.01, 10.0))
+def test_one_row_moves_the_released_statistic_by_at_most_its_sensitivity(seed, d, n, radius):
+    """2R/n for the mean under replace adjacency; √2·R for the sum of (x, R) under add/remove."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-3, 3, size=d)
+    Y = X.copy()
+    Y[rng.integers(n)] = rng.normal(size=d) * 10.0 ** rng.uniform(-6, 6, size=d)
+    A, B = clip_rows(X, radius), clip_rows(Y, radius)
+    assert np.linalg.norm(A, axis=1).max() <= radius * (1 + 1e-12)
+    assert np.linalg.norm(A.mean(axis=0) - B.mean(axis=0)) <= 2 * radius / n * (1 + 1e-12)
+    summed = lambda Z: np.append(Z.sum(axis=0), len(Z) * radius)  # noqa: E731
+    assert np.linalg.norm(summed(A) - summed(A[1:])) <= math.sqrt(2) * radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
+def test_the_noise_is_the_gaussian_mechanism_of_that_sensitivity(adjacency):
+    """The released mean minus the true one is σ times the generator's normals, σ = Δ/μ."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 16, size=(400, 5))
+    mu, R = 0.3, 1.0
+    center, clip, details = private_center(X, mu, radius=R, adjacency=adjacency, rng=7)
+    z = np.random.default_rng(7).standard_normal(6 if adjacency == "add-remove" else 5)
+    A = clip_rows(X, R)
+    if adjacency == "replace":
+        sigma = 2 * R / 400 / mu
+        expected = A.mean(axis=0) + sigma * z
+    else:
+        sigma = math.sqrt(2) * R / mu
+        expected = (A.sum(axis=0) + sigma * z[:5]) / ((400 * R + sigma * z[5]) / R)
+    assert details["noise_std"] == pytest.approx(sigma, rel=1e-12) and details["mu"] == mu
+    np.testing.assert_allclose(center, expected, rtol=1e-12)
+    assert details["centered"] and 0 < clip <= R
+
+
+def test_the_centered_clip_is_the_rms_norm_when_every_row_was_clipped():
+    """With (almost) no noise and rows all longer than R₀, R_c² = R₀² − ‖m‖² = mean ‖x̃ − m‖²."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(1, 16, size=(1000, 8))
+    center, clip, _ = private_center(X, 1e9, radius=0.5, rng=0)
+    A = clip_rows(X, 0.5)
+    rms = math.sqrt(np.mean(np.sum((A - A.mean(axis=0)) ** 2, axis=1)))
+    assert clip == pytest.approx(rms, rel=1e-6)
+    np.testing.assert_allclose(center, A.mean(axis=0), atol=1e-9)
+
+
+def test_a_mean_lost_in_its_noise_is_not_subtracted():
+    """Rows symmetric about 0 have mean exactly 0: the noisy mean is noise alone, ‖m̂‖² ≈ dσ²
+    (a χ² with 200 degrees of freedom over 200, within 2 with overwhelming probability)."""
+    Z = np.random.default_rng(3).normal(size=(50, 200))
+    X = np.vstack([Z, -Z])
+    with pytest.warns(UserWarning, match="does not stand out of its noise"):
+        center, clip, details = private_center(X, 0.5, radius=1.0, rng=4)
+    assert center is None and clip == 1.0 and not details["centered"]
+
+
+def test_the_share_of_mu_and_delta():
+    X = np.random.default_rng(5).uniform(0, 1, size=(2000, 4))
+    center, clip, q, eps_left, delta_left = private_center_within(X, 1.0, 1e-5, radius=1.0, adjacency="replace",
+                                                                  seed=0)
+    assert q["mu"] == pytest.approx(CENTER_SHARE * gdp_mu(1.0, 1e-5))
+    assert q["delta"] == pytest.approx(1e-6) and delta_left == pytest.approx(9e-6)
+    assert q["epsilon"] == gdp_epsilon(q["mu"], 1e-6) and eps_left == pytest.approx(1.0 - q["epsilon"])
+    with pytest.raises(ValueError, match="too small for center='private'"):
+        private_center_within(X, 1e-12, 1e-5, radius=1.0, adjacency="replace", seed=0)
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return X, y
+
+
+def test_the_classifier_centers_by_default_and_certifies_the_mean_with_the_model():
+    X, y = _digits()
+    clf = NoisySGDClassifier(epsilon=1.0, random_state=0).fit(X, y)
+    assert clf.get_params()["center"] == "auto" and clf.center_ is not None
+    rep = clf.privacy_report_
+    pre = rep["preprocessing"]
+    assert pre["center"] == "private" and pre["centered"]
+    assert "private centering" in rep["certificate"]["guarantee"]
+    # GDP composition of shifted interpolation (mu) and the mean query (mu_q), converted exactly at
+    # the total delta: checked with the mpmath transcription of the tradeoff
+    assert "GDP composition of shifted-interpolation" in rep["certificate"]["guarantee"]
+    mu = clf.fit_.report.results["shifted-interpolation"].mu
+    total = math.hypot(mu, pre["mu"])
+    assert clf.delta_ == pytest.approx(clf.fit_.report.delta + pre["delta"])
+    assert _mp_gdp_delta(total, clf.epsilon_) <= clf.delta_ * (1 + 1e-9)
+    assert _mp_gdp_delta(total, clf.epsilon_ * (1 - 1e-6)) > clf.delta_
+    assert clf.epsilon_ <= 1.0 and rep["calibration"]["composed_with_query"]["target_epsilon_total"] == 1.0
+    # the training clip is the R_c of the released mean, and s = R_c/4
+    assert clf.feature_clip_ == pytest.approx(pre["feature_clip_after_centering"]) and clf.feature_clip_ < 1.0
+    assert clf.run_.lipschitz == pytest.approx(math.sqrt(2 * (clf.feature_clip_ ** 2 + clf.intercept_scaling_ ** 2)))
+    assert clf.intercept_scaling_ == pytest.approx(clf.feature_clip_ / 4)
+    # prediction applies the same map: scores = clip_Rc(clip_R(x) - center)·coef + intercept
+    Z = clip_rows(clip_rows(X[:50], 1.0) - clf.center_, clf.feature_clip_)
+    np.testing.assert_allclose(clf.decision_function(X[:50]), Z @ clf.coef_.T + clf.intercept_, rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_without_centering_the_model_and_certificate_are_as_before():
+    X, y = _digits()
+    clf = NoisySGDClassifier(epsilon=1.0, center=None, random_state=0).fit(X, y)
+    assert clf.center_ is None and clf.feature_clip_ == 1.0 and "preprocessing" not in clf.privacy_report_
+    assert clf.epsilon_ == clf.fit_.epsilon
+
+
+def test_centering_composes_with_private_ranges():
+    """Both queries: one √(μ_r² + μ_c²)-GDP query (GDP composition) in the certificate."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=4000, n_features=10, random_state=0)
+    X = X * 10.0 ** np.linspace(-3, 3, 10) + 5.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", random_state=0).fit(X, y)
+    pre = clf.privacy_report_["preprocessing"]
+    assert pre["feature_range"] == "private" and pre["center"] == "private" and len(pre["parts"]) == 2
+    assert pre["mu"] == pytest.approx(math.hypot(*(p["mu"] for p in pre["parts"])))
+    assert pre["epsilon"] == pytest.approx(sum(p["epsilon"] for p in pre["parts"]))
+    assert pre["delta"] == pytest.approx(1e-6 * (0.1 + 0.9 * 0.1))
+    assert clf.epsilon_ <= 2.0 and clf.delta_ == pytest.approx(1e-6)
+    assert "private feature ranges and its private centering" in clf.privacy_report_["certificate"]["guarantee"]
+
+
+def test_centering_is_checked_and_named():
+    X, y = np.random.default_rng(0).normal(size=(60, 3)) + 3, np.arange(60) % 2
+    with pytest.raises(ValueError, match="'center' parameter .* None, 'private' or 'auto'"):
+        NoisySGDClassifier(center="yes").fit(X, y)
+    with pytest.raises(ValueError, match="'center' parameter .*needs epsilon"):
+        NoisySGDClassifier(epsilon=None, noise_multiplier=3.0, center="private").fit(X, y)
+    # "auto" (the classifier's default) centers only when a target epsilon is given
+    clf = NoisySGDClassifier(epsilon=None, noise_multiplier=3.0, epochs=2, random_state=0).fit(X, y)
+    assert clf.get_params()["center"] == "auto" and clf.center_ is None
+    assert NoisySGDRegressor().get_params()["center"] is None
+
+
+def test_the_regressor_can_center():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(2, 4, size=(5000, 3))
+    y = (X - 3) @ [0.5, -0.5, 0.25] + 0.1
+    reg = NoisySGDRegressor(epsilon=2.0, delta=1e-6, alpha=0.001, center="private", random_state=0).fit(X, y)
+    assert reg.center_ is not None and reg.epsilon_ <= 2.0
+    Z = clip_rows(clip_rows(X[:20], 1.0) - reg.center_, reg.feature_clip_)
+    np.testing.assert_allclose(reg.predict(X[:20]), Z @ reg.coef_ + reg.intercept_, rtol=1e-10, atol=1e-12)
+    assert noisysgd.epsilon(reg.run_, delta=reg.fit_.report.delta).epsilon <= reg.epsilon_
+
+
+def test_the_tuner_refuses_centering_it_does_not_account():
+    from noisysgd import NoisySGDClassifierCV
+
+    X, y = np.random.default_rng(0).normal(size=(200, 3)) + 3, np.arange(200) % 2
+    with pytest.raises(ValueError, match="estimator.center must be None or 'auto' for tuning"):
+        NoisySGDClassifierCV(param_grid={"alpha": [0.01]}, estimator=NoisySGDClassifier(center="private"),
+                             epsilon=1.0).fit(X, y)
+    with pytest.raises(ValueError, match=r"unknown NoisySGDClassifier parameters: \['center'\]"):
+        NoisySGDClassifierCV(param_grid={"center": [None]}, epsilon=1.0).fit(X, y)
