@@ -56,7 +56,9 @@ def test_load_model_predicts_as_the_trainer(trained, iris_files):
     model = load_model(trained)
     metrics = json.loads((trained / "metrics.json").read_text())
     assert model.task == "classification" and model.classes == ["setosa", "versicolor", "virginica"]
-    assert model.n_features == 4 and model.feature_clip == 8.0
+    # centered by default (--center auto): rows clipped to 8, minus the private mean, clipped to R_c
+    assert model.n_features == 4 and model.center is not None and model.center[1] == 8.0
+    assert 0 < model.feature_clip < 8.0
     assert model.certificate is not None and "certificate" in model.certificate
     acc = float(np.mean(model.predict(X) == labels))
     assert acc == pytest.approx(metrics["not_private"]["train_accuracy"], abs=0)
@@ -158,7 +160,7 @@ def test_load_model_errors(tmp_path):
     with pytest.raises(ValueError, match="not a JSON model file"):
         load_model(tmp_path)
     (tmp_path / "model.json").write_text(json.dumps({"format": "other"}))
-    with pytest.raises(ValueError, match="noisysgd-linear-model/2"):
+    with pytest.raises(ValueError, match="noisysgd-linear-model/3 file .*linear-model/1 or .*linear-model/2"):
         load_model(tmp_path)
     doc = model_document(task="classification", loss=BinaryLogistic(), target="y", feature_names=["a"],
                          classes=["n", "y"], feature_clip=1.0, coef=np.array([1.0, 0.0]), version="t")
@@ -241,7 +243,7 @@ def test_train_cli_feature_range_is_saved_and_applied_by_the_model(iris_files, t
     d, X, labels = iris_files
     out = tmp_path / "fr"
     assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-range", frange, "--epsilon", "20",
-                 "--seed", "2", "--quiet", "--out", str(out)]) == 0
+                 "--seed", "2", "--center", "none", "--quiet", "--out", str(out)]) == 0
     doc = json.loads((out / "model.json").read_text())
     metrics = json.loads((out / "metrics.json").read_text())
     cert = json.loads((out / "certificate.json").read_text())
@@ -285,7 +287,7 @@ def test_intercept_scaling_round_trip(tmp_path, loss, coef):
     classes = None if task == "regression" else [f"c{i}" for i in range(k)]
     doc = model_document(task=task, loss=loss, target="y", feature_names=["a", "b"], classes=classes,
                          feature_clip=2.0, coef=coef, version="test", intercept_scaling=0.3)
-    assert doc["format"] == "noisysgd-linear-model/2" and doc["intercept_scaling"] == 0.3
+    assert doc["format"] == "noisysgd-linear-model/3" and doc["intercept_scaling"] == 0.3
     (tmp_path / "model.json").write_text(json.dumps(doc))
     m = load_model(tmp_path)
     X = np.random.default_rng(1).normal(scale=3, size=(40, 2))
@@ -298,8 +300,40 @@ def test_intercept_scaling_round_trip(tmp_path, loss, coef):
     (tmp_path / "model.json").write_text(json.dumps(old))
     np.testing.assert_allclose(load_model(tmp_path).decision_function(X), clipped @ coef[:-1] + coef[-1],
                                rtol=1e-13, atol=1e-13)
+    (tmp_path / "model.json").write_text(json.dumps({**old, "format": "noisysgd-linear-model/2",
+                                                     "intercept_scaling": 0.3}))
+    np.testing.assert_allclose(load_model(tmp_path).decision_function(X), clipped @ coef[:-1] + 0.3 * coef[-1],
+                               rtol=1e-13, atol=1e-13)
     (tmp_path / "model.json").write_text(json.dumps({**doc, "intercept_scaling": -1}))
     with pytest.raises(ValueError, match="invalid intercept_scaling -1.0"):
+        load_model(tmp_path)
+
+
+@pytest.mark.parametrize("frange", [None, (np.array([-4.0, 0.0]), np.array([4.0, 10.0]))])
+def test_center_round_trip(tmp_path, frange):
+    """A centered model scores clip_R(clip_R0(x) - mean)·coef[:-1] + s·coef[-1] (after the public
+    scaling, into the R0-ball, when there is one), in the file and back."""
+    coef = np.array([1.0, -2.0, 0.25])
+    mean = np.array([0.3, -0.1])
+    doc = model_document(task="classification", loss=BinaryLogistic(), target="y", feature_names=["a", "b"],
+                         classes=["n", "y"], feature_clip=0.4, coef=coef, version="test", intercept_scaling=0.1,
+                         center=mean, center_clip=2.0, feature_range=frange, feature_range_kind="public")
+    assert doc["center"] == {"mean": [0.3, -0.1], "clip": 2.0} and "center.mean" in doc["predict"]
+    (tmp_path / "model.json").write_text(json.dumps(doc))
+    m = load_model(tmp_path)
+    X = np.random.default_rng(2).normal(scale=3, size=(40, 2))
+
+    def clip(Z, r):
+        return Z * np.minimum(1.0, r / np.linalg.norm(Z, axis=1))[:, None]
+
+    Z = X
+    if frange is not None:
+        low, high = frange
+        Z = (2 * np.clip(X, low, high) - (low + high)) / (high - low) * (2.0 / np.sqrt(3))
+    Z = clip(clip(Z, 2.0) - mean, 0.4)
+    np.testing.assert_allclose(m.decision_function(X), Z @ coef[:-1] + 0.1 * coef[-1], rtol=1e-13, atol=1e-13)
+    (tmp_path / "model.json").write_text(json.dumps({**doc, "center": {"mean": [0.3], "clip": 2.0}}))
+    with pytest.raises(ValueError, match="has a center that does not fit its 2 features"):
         load_model(tmp_path)
 
 
@@ -311,11 +345,36 @@ def test_train_cli_intercept_scaling_default_and_model(iris_files, tmp_path):
     d, X, labels = iris_files
     out = tmp_path / "s"
     assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-clip", "8", "--epsilon", "2",
+                 "--seed", "5", "--center", "none", "--out", str(out), "--quiet"]) == 0
+    cert = json.loads((out / "certificate.json").read_text())
+    model = load_model(out)
+    assert model.intercept_scaling == 2.0 and model.center is None
+    assert cert["certificate"]["trainer_enforced"]["intercept_scaling"] == 2.0
+    est = NoisySGDClassifier(epsilon=2, feature_clip=8, center=None, random_state=5).fit(X, labels)
+    assert est.intercept_scaling_ == 2.0
+    np.testing.assert_allclose(model.decision_function(X), est.decision_function(X), rtol=1e-10, atol=1e-10)
+
+
+def test_train_cli_centers_as_the_estimator_does(iris_files, tmp_path):
+    """The default --center auto is the estimator's center="auto": the same private mean (same seed, same
+    stream), the same R_c and s = R_c/4, the same certificate total; the model file carries the mean."""
+    from noisysgd import NoisySGDClassifier
+
+    d, X, labels = iris_files
+    out = tmp_path / "c"
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--feature-clip", "8", "--epsilon", "2",
                  "--seed", "5", "--out", str(out), "--quiet"]) == 0
     cert = json.loads((out / "certificate.json").read_text())
     model = load_model(out)
-    assert model.intercept_scaling == 2.0
-    assert cert["certificate"]["trainer_enforced"]["intercept_scaling"] == 2.0
     est = NoisySGDClassifier(epsilon=2, feature_clip=8, random_state=5).fit(X, labels)
-    assert est.intercept_scaling_ == 2.0
+    assert est.center_ is not None and model.center is not None
+    np.testing.assert_allclose(model.center[0], est.center_, rtol=1e-13)
+    assert model.center[1] == 8.0 and model.feature_clip == pytest.approx(est.feature_clip_, rel=1e-13)
+    assert model.intercept_scaling == pytest.approx(est.feature_clip_ / 4)
+    assert cert["preprocessing"]["center"] == "private" and "private centering" in cert["certificate"]["guarantee"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["epsilon"] == pytest.approx(est.epsilon_, rel=1e-12) and metrics["epsilon"] <= 2.0
     np.testing.assert_allclose(model.decision_function(X), est.decision_function(X), rtol=1e-10, atol=1e-10)
+    # refused where it cannot be paid for
+    assert main(["train", str(d / "train.csv"), "--target", "label", "--noise-multiplier", "3", "--center",
+                 "private", "--out", str(tmp_path / "n"), "--quiet"]) == 2

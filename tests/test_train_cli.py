@@ -200,8 +200,11 @@ def test_demo_writes_its_report_and_beats_composition(tmp_path, capsys):
                                        "epsilon_vs_epochs.png", "report.md"]
     report = json.loads((out / "demo.json").read_text())
     # the plotted curves are the accountant's: at the last epoch, the best curve is the run's epsilon
+    # (the training's own; the model's total also pays for the private mean it was centered on)
     best = report["plan"]["best"]["epsilon"]
-    assert best[-1] == pytest.approx(hidden["epsilon"], rel=1e-9)
+    cert = json.loads((out / "certificate_hidden_state.json").read_text())
+    assert best[-1] == pytest.approx(cert["epsilon"], rel=1e-9) and report["centered"]
+    assert hidden["epsilon"] == cert["epsilon_total"] > cert["epsilon"]
     assert report["plan"]["epochs"][-1] == 300
     comp_curve = report["plan"]["analyses"]["composition"]["epsilon"]
     assert all(b <= a for a, b in zip(comp_curve[1:], comp_curve[:-1]))  # grows with epochs

@@ -33,9 +33,10 @@ import numpy as np
 
 __all__ = ["LinearModel", "load_model", "model_document", "FORMAT"]
 
-FORMAT = "noisysgd-linear-model/2"
-#: formats :func:`load_model` reads: /1 has no ``intercept_scaling`` (its bias coordinate is 1)
-FORMATS_READ = ("noisysgd-linear-model/1", FORMAT)
+FORMAT = "noisysgd-linear-model/3"
+#: formats :func:`load_model` reads: /1 has no ``intercept_scaling`` (its bias coordinate is 1), /2 no
+#: ``center`` (/3 adds it: a reader of /2 would ignore it and predict wrongly, so the format changed)
+FORMATS_READ = ("noisysgd-linear-model/1", "noisysgd-linear-model/2", FORMAT)
 
 _LAYOUT = ("coef has one row per feature and a last row for the bias; columns are classes for a "
            "multiclass model (one column, flattened, otherwise)")
@@ -85,10 +86,12 @@ def _jsonable(value):
 
 def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
                    version: str, feature_range=None, feature_range_kind: str | None = None,
-                   intercept_scaling: float = 1.0) -> dict:
+                   intercept_scaling: float = 1.0, center=None, center_clip: float | None = None) -> dict:
     """The content of ``model.json`` (format :data:`FORMAT`).  ``feature_range``: (low, high)
     arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`);
-    ``intercept_scaling``: the bias coordinate s of x̄ (the intercept is s·coef[-1])."""
+    ``intercept_scaling``: the bias coordinate s of x̄ (the intercept is s·coef[-1]); ``center``:
+    the private mean subtracted from the rows clipped to ``center_clip`` R₀ before the clip
+    ``feature_clip`` (:func:`noisysgd.preprocessing.private_center`; then R_c)."""
     doc = {
         "format": FORMAT,
         "task": task,
@@ -108,8 +111,13 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
         low, high = feature_range
         doc["feature_range"] = {"low": np.asarray(low, dtype=float).tolist(),
                                 "high": np.asarray(high, dtype=float).tolist(), "kind": feature_range_kind}
-        doc["predict"] = ("x = clip(x, low, high) mapped to [-1, 1] and scaled by feature_clip/sqrt(d + 1) "
-                          "(feature_range); then " + _PREDICT)
+    if center is not None:
+        doc["center"] = {"mean": np.asarray(center, dtype=float).tolist(), "clip": float(center_clip)}
+        doc["predict"] = "x = x * min(1, center.clip / ||x||) - center.mean (center); then " + _PREDICT
+    if feature_range is not None:
+        doc["predict"] = ("x = clip(x, low, high) mapped to [-1, 1] and scaled by "
+                          f"{'center.clip' if center is not None else 'feature_clip'}/sqrt(d + 1) "
+                          "(feature_range); then " + doc["predict"])
     return doc
 
 
@@ -135,6 +143,8 @@ class LinearModel:
     feature_range: tuple | None = field(default=None, repr=False)
     #: the bias coordinate s of x̄ (1 in models written before it existed)
     intercept_scaling: float = field(default=1.0, repr=False)
+    #: (mean, R₀): rows clipped to R₀ minus the private mean, before the clip (None: not centered)
+    center: tuple | None = field(default=None, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -160,10 +170,15 @@ class LinearModel:
         if not np.all(np.isfinite(X)):
             i, k = np.argwhere(~np.isfinite(X))[0]
             raise ValueError(f"X must hold finite numbers. Found {X[i, k]!r} at row {i}, column {k}.")
+        first_clip = self.feature_clip if self.center is None else self.center[1]
         if self.feature_range is not None:
             from .preprocessing import scale_to_ball
 
-            X = scale_to_ball(X, self.feature_range, self.feature_clip)
+            X = scale_to_ball(X, self.feature_range, first_clip)
+        if self.center is not None:
+            from .preprocessing import clip_rows
+
+            X = clip_rows(X, first_clip) - self.center[0]
         return augment(X, self.feature_clip, intercept_scaling=self.intercept_scaling)
 
     def decision_function(self, X) -> np.ndarray:
@@ -231,7 +246,8 @@ def load_model(path) -> LinearModel:
     doc = _read_json(p, "model file")
     if not isinstance(doc, dict) or doc.get("format") not in FORMATS_READ:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ValueError(f"model: {str(p)!r} must be a {FORMAT} file (or {FORMATS_READ[0]}). Found format "
+        raise ValueError(f"model: {str(p)!r} must be a {FORMAT} file (or {' or '.join(FORMATS_READ[:-1])}). "
+                         "Found format "
                          f"{found!r}.")
     task = doc.get("task")
     if task not in ("classification", "regression"):
@@ -269,10 +285,21 @@ def load_model(path) -> LinearModel:
         if low.shape != (len(names),) or high.shape != low.shape or not np.all(low < high):
             raise ValueError(f"model: {str(p)!r} has a feature_range that does not fit its {len(names)} features.")
         frange = (low, high)
+    center = None
+    if doc.get("center") is not None:
+        try:
+            mean = np.asarray(doc["center"]["mean"], dtype=float)
+            r0 = float(doc["center"]["clip"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"model: {str(p)!r} has an invalid center: {exc}.") from None
+        if mean.shape != (len(names),) or not np.all(np.isfinite(mean)) or not (np.isfinite(r0) and r0 > 0):
+            raise ValueError(f"model: {str(p)!r} has a center that does not fit its {len(names)} features "
+                             "(or a clip that is not > 0).")
+        center = (mean, r0)
     cert_path = p.parent / "certificate.json"
     certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
     return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
-                       frange, bias)
+                       frange, bias, center)
 
 
 def _spec_from_repr(text, where: str) -> dict:

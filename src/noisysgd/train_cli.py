@@ -109,6 +109,11 @@ def add_train_parser(sub, parser_class, formatter) -> None:
                    help="scale every feature from [LOW, HIGH] (public bounds, no privacy cost), or 'private': "
                         "ranges from a differentially private query spending 10%% of epsilon and delta (the "
                         "certificate covers model and ranges); the ranges are saved with the model")
+    p.add_argument("--center", default="auto", choices=("auto", "private", "none"),
+                   help="private: subtract a differentially private mean of the rows (clipped to R) and clip the "
+                        "centered rows to an R_c estimated from it (the mean query gets 0.3 of the target's GDP mu "
+                        "and a tenth of delta; the certificate covers model and mean); auto (default): private for "
+                        "classification with --epsilon, none otherwise; the mean is saved with the model")
     p.add_argument("--holdout", type=float, metavar="FRACTION",
                    help="keep this fraction of the rows out of training (a seeded random split, drawn before "
                         "training; the certificate covers the training rows) and report the model's accuracy "
@@ -339,7 +344,8 @@ def _check_flags(args) -> None:
     from .run import _real
 
     _real("feature_clip", args.feature_clip)
-    if args.intercept_scaling == "auto":
+    args.intercept_auto = args.intercept_scaling == "auto"
+    if args.intercept_auto:
         from .estimators import auto_intercept_scaling
 
         args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
@@ -395,6 +401,9 @@ def cmd_train(args) -> int:
         X = scale_to_ball(X, frange, args.feature_clip)
         if holdout is not None:
             holdout = (scale_to_ball(holdout[0], frange, args.feature_clip), holdout[1])
+    center, center_clip = None, args.feature_clip
+    if args.center == "private" or (args.center == "auto" and args.task == "classification" and epsilon is not None):
+        center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n)
     schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta)
     start = time.perf_counter()
     fit = fit_private(
@@ -432,23 +441,58 @@ def cmd_train(args) -> int:
         eps_total, delta_total = compose_range_query(fit.certificate, fit.epsilon, fit.report.delta,
                                                      fit.run.adjacency, query, report=fit.report)
         extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)
+        if frange is not None and "feature_range" not in query:
+            fit.certificate["preprocessing"]["feature_range"] = "declared public bounds (no privacy cost)"
     elif frange is not None:
         fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
+    private_range = query is not None and "feature_range" in query
     return _finish(args, out, loss=loss, classes=classes, target=table.target,
                    feature_names=table.feature_names, source=table.path, n=n, fit=fit, quality=quality,
                    seconds=seconds, extra=extra, feature_range=frange,
-                   feature_range_kind=None if frange is None else ("private" if query else "public"))
+                   feature_range_kind=None if frange is None else ("private" if private_range else "public"),
+                   center=center, center_clip=center_clip)
+
+
+def _center(args, X, holdout, query, epsilon, delta, n: int):
+    """--center private: the rows clipped to R minus a DP mean, clipped to the R_c it gives
+    (:func:`noisysgd.preprocessing.private_center_within`, as the estimators); R_c becomes
+    ``args.feature_clip`` (and s = R_c/4 under --intercept-scaling auto).  Returns (center or
+    None, X, holdout, the combined query, epsilon and delta left for training)."""
+    from .preprocessing import clip_rows, combine_queries, private_center_within
+    from .rdp import validate_delta
+    from .run import _real
+    from .trainer import default_delta
+
+    if epsilon is None:
+        raise ValueError("--center private spends a share of --epsilon; it cannot be combined with "
+                         "--noise-multiplier (use --center none).")
+    _real("epsilon", epsilon)
+    delta = default_delta(n) if delta is None else validate_delta(delta)
+    center, clip, cq, epsilon, delta = private_center_within(
+        X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
+        secure_mode=args.secure_mode)
+    X = clip_rows(X, args.feature_clip)
+    if center is not None:
+        X = X - center
+        if holdout is not None:
+            holdout = (clip_rows(holdout[0], args.feature_clip) - center, holdout[1])
+        if args.intercept_auto:
+            from .estimators import auto_intercept_scaling
+
+            args.intercept_scaling = auto_intercept_scaling(clip, args.task)
+        args.feature_clip = clip
+    return center, X, holdout, combine_queries([q for q in (query, cq) if q is not None]), epsilon, delta
 
 
 def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, quality, seconds,
-            extra=None, feature_range=None, feature_range_kind=None) -> int:
+            extra=None, feature_range=None, feature_range_kind=None, center=None, center_clip=None) -> int:
     """Write model.json, certificate.json and metrics.json into ``out`` at once, and report."""
     result = fit.result
     model = model_document(
         task=args.task, loss=loss, target=target, feature_names=feature_names, classes=classes,
         feature_clip=args.feature_clip, coef=result.coef, version=fit.certificate["noisysgd_version"],
         feature_range=feature_range, feature_range_kind=feature_range_kind,
-        intercept_scaling=result.intercept_scaling,
+        intercept_scaling=result.intercept_scaling, center=center, center_clip=center_clip,
     )
     metrics = {
         "noise_multiplier": fit.noise_multiplier,
@@ -495,6 +539,11 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
         print(fill(f"configuration (auto, from public quantities only): batching={run.batching}, batch size "
                    f"{run.batch_size or n}, {run.epochs:g} epochs, alpha={alpha:g}; intercept scaling "
                    f"{fit.result.intercept_scaling:g}"))
+    pre = fit.certificate.get("preprocessing") or {}
+    if pre.get("center") == "private":
+        print(fill("centering: the rows minus a private mean (in the privacy line), then clipped to "
+                   f"{pre['feature_clip_after_centering']:.4g}" if pre.get("centered") else
+                   "centering: the private mean did not stand out of its noise; the rows were not centered"))
     if args.secure_mode:
         print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
     name, value = next(iter(quality.items()))
@@ -540,6 +589,9 @@ def _cmd_train_distributed(args, env) -> int:
     if getattr(args, "feature_range", None) is not None:
         raise ValueError("--feature-range is not available for data-parallel training (--workers, torchrun) yet: "
                          "scale the shards beforehand with bounds you know.")
+    if getattr(args, "center", "auto") == "private":
+        raise ValueError("--center private is not available for data-parallel training (--workers, torchrun) yet "
+                         "(--center auto trains on the rows as they are there).")
     if args.holdout is not None:
         raise ValueError("--holdout is not available for data-parallel training (--workers, torchrun): "
                          "split the data into training and hold-out files, and score with noisysgd predict.")
