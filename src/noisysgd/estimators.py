@@ -234,6 +234,11 @@ class _NoisySGDBase(BaseEstimator):
         requested = getattr(self, "feature_range", None)
         center_rule = self._center_rule(p)
         queries = []
+        self._recorded = None
+        if center_rule == "private" or isinstance(requested, str):
+            from .preprocessing import recorded_query
+
+            self._recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the query's answer
         if isinstance(requested, str):
             frange, q = self._private_ranges(requested, p, X)
             queries.append(q)
@@ -303,7 +308,8 @@ class _NoisySGDBase(BaseEstimator):
 
         delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
         frange, details, p["epsilon"], p["delta"] = private_ranges_within(
-            X, p["epsilon"], delta, adjacency=p["adjacency"], seed=self.random_state, secure_mode=self.secure_mode)
+            X, p["epsilon"], delta, adjacency=p["adjacency"], seed=self.random_state, secure_mode=self.secure_mode,
+            recorded=self._recorded)
         return frange, details
 
     def _center_rule(self, p) -> str | None:
@@ -331,7 +337,7 @@ class _NoisySGDBase(BaseEstimator):
         delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
         center, clip, details, p["epsilon"], p["delta"] = private_center_within(
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
-            secure_mode=self.secure_mode)
+            secure_mode=self.secure_mode, recorded=self._recorded)
         X = clip_rows(X, p["feature_clip"])
         if center is not None:
             X = X - center

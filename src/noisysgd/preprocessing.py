@@ -43,7 +43,7 @@ from .train import PrivacyLeakWarning
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
            "exponent_histogram", "compose_range_query", "private_ranges_within", "PRIVATE_RANGE_SHARE",
-           "clip_rows", "private_center", "private_center_within", "combine_queries", "CENTER_SHARE",
+           "clip_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
 
 #: Share of the estimators' (ε, δ) that ``feature_range="private"`` spends on the range query.
@@ -172,15 +172,46 @@ def _query_rng(seed, secure_mode: bool, stream: int):
 
 
 def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, seed=None,
-                          secure_mode: bool = False) -> tuple:
+                          secure_mode: bool = False, recorded: dict | None = None) -> tuple:
     """Spend :data:`PRIVATE_RANGE_SHARE` of (``epsilon``, ``delta``) on
     :func:`private_feature_ranges`; returns (ranges, query details, epsilon and delta left for
     training).  The noise comes from the operating system's CSPRNG in ``secure_mode``, else
-    from ``seed`` (an int, or None for fresh entropy) on a stream of its own."""
+    from ``seed`` (an int, or None for fresh entropy) on a stream of its own.  ``recorded``:
+    the query as a checkpoint recorded it (:func:`recorded_query`): its answer is reused, not
+    drawn again (a resumed run continues on the data it started with; one query, one answer)."""
     eq, dq = PRIVATE_RANGE_SHARE * epsilon, PRIVATE_RANGE_SHARE * delta
+    part = _recorded_part(recorded, "feature_range")
+    if part is not None:
+        s = np.asarray(part["scales"], dtype=float)
+        return (-s, s), part, epsilon - eq, delta - dq
     rng = _query_rng(seed, secure_mode, 0x5CA1E)
     frange, query = private_feature_ranges(X, eq, dq, adjacency=adjacency, rng=rng)
     return frange, query, epsilon - eq, delta - dq
+
+
+def recorded_query(checkpoint) -> dict | None:
+    """The preprocessing query a checkpoint's run was trained after (recorded by
+    :func:`noisysgd.fit_private` in the checkpoint's context), or None (no such file, or none
+    recorded).  A resumed fit reuses its answer: the checkpoint's iterate was computed on the
+    data that answer shaped, and drawing the query again would answer it twice."""
+    import os
+
+    if checkpoint is None or not os.path.isfile(checkpoint):
+        return None
+    from .train.checkpoint import read_checkpoint
+
+    context = read_checkpoint(checkpoint).header.get("description", {}).get("context") or {}
+    query = context.get("preprocessing")
+    return query if isinstance(query, dict) else None
+
+
+def _recorded_part(recorded: dict | None, key: str) -> dict | None:
+    if recorded is None:
+        return None
+    for part in recorded.get("parts", [recorded]):
+        if isinstance(part, dict) and key in part:
+            return part
+    return None
 
 
 def clip_rows(X, radius: float) -> np.ndarray:
@@ -253,6 +284,8 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
         "mean_norm": math.sqrt(m2), "expected_noise_norm": math.sqrt(noise2),
         "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP)",
     }
+    if used:
+        details["mean"] = mean.tolist()  # released with the model (it maps every row it scores)
     if not used:  # post-processing of the released mean: saying so leaks nothing more
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
@@ -263,12 +296,13 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
 
 
 def private_center_within(X, epsilon: float, delta: float, *, radius: float, adjacency: str, seed=None,
-                          secure_mode: bool = False) -> tuple:
+                          secure_mode: bool = False, recorded: dict | None = None) -> tuple:
     """Spend a share of the target on :func:`private_center`: μ_q = :data:`CENTER_SHARE`·μ
     (μ = :func:`noisysgd.gdp.gdp_mu` of (``epsilon``, ``delta``)) at δ_q =
     :data:`CENTER_DELTA_SHARE`·δ.  Returns (center, R_c, query details with its own (ε_q, δ_q),
     epsilon and delta left for training under basic composition — the trainer then calibrates
-    to the composed total, :func:`compose_range_query`).  Noise as :func:`private_ranges_within`."""
+    to the composed total, :func:`compose_range_query`).  Noise and ``recorded`` as
+    :func:`private_ranges_within`."""
     from .gdp import gdp_epsilon, gdp_mu
 
     mu = CENTER_SHARE * gdp_mu(epsilon, delta)
@@ -279,6 +313,10 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
     if not eq < epsilon:
         raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for center='private' "
                          f"(its mean query alone costs epsilon {eq:.3g} at delta {dq:.3g}).")
+    part = _recorded_part(recorded, "center")
+    if part is not None:
+        center = np.asarray(part["mean"], dtype=float) if part.get("centered") else None
+        return center, float(part["feature_clip_after_centering"]), part, epsilon - eq, delta - dq
     center, clip, query = private_center(X, mu, radius=radius, adjacency=adjacency,
                                          rng=_query_rng(seed, secure_mode, 0xCE27E4))
     query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CENTER_SHARE)

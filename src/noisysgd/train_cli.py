@@ -266,7 +266,7 @@ def _feature_range(args, X, epsilon, n: int):
         _real("epsilon", epsilon)
         delta = default_delta(n) if args.delta is None else validate_delta(args.delta)
         return private_ranges_within(X, epsilon, delta, adjacency=args.adjacency, seed=args.seed,
-                                     secure_mode=args.secure_mode)
+                                     secure_mode=args.secure_mode, recorded=_recorded(args))
     try:
         low, high = (float(v) for v in text.split(","))
     except ValueError:
@@ -453,6 +453,15 @@ def cmd_train(args) -> int:
                    center=center, center_clip=center_clip)
 
 
+def _recorded(args):
+    """The preprocessing query recorded in the checkpoint --resume continues (its answer is reused)."""
+    if not getattr(args, "resume", False):
+        return None
+    from .preprocessing import recorded_query
+
+    return recorded_query(args.checkpoint)
+
+
 def _center(args, X, holdout, query, epsilon, delta, n: int):
     """--center private: the rows clipped to R minus a DP mean, clipped to the R_c it gives
     (:func:`noisysgd.preprocessing.private_center_within`, as the estimators); R_c becomes
@@ -470,7 +479,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     delta = default_delta(n) if delta is None else validate_delta(delta)
     center, clip, cq, epsilon, delta = private_center_within(
         X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
-        secure_mode=args.secure_mode)
+        secure_mode=args.secure_mode, recorded=_recorded(args))
     X = clip_rows(X, args.feature_clip)
     if center is not None:
         X = X - center

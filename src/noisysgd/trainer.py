@@ -246,6 +246,10 @@ def fit_private(
         "noise_multiplier_given": z,
         "analyses": _requested(analyses),
     }
+    if composed_with is not None:
+        # the private preprocessing the data went through: a resume reuses its answer
+        # (noisysgd.preprocessing.recorded_query) and is refused if the data were prepared otherwise
+        context["preprocessing"] = _plain(composed_with)
     recorded = _checkpoint_to_resume(checkpoint, resume, run, context)
     calibration = None
     if recorded is not None and z is None:  # resumed: the noise the run was calibrated with, never anew
