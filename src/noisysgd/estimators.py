@@ -24,15 +24,18 @@ validated in ``fit``; fitted attributes end with ``_``; randomness comes from
 ``random_state``.  Some of scikit-learn's estimator checks do not fit a
 private estimator — see :data:`EXPECTED_FAILED_CHECKS`.
 
-Data-independent preprocessing only: every constant is fixed before looking
-at the data (``feature_clip``; ``target_bound`` for regression;
-``feature_range``, public bounds of the features).  Features are clipped to
-norm ``feature_clip`` (in training and prediction alike) and a bias
-coordinate is appended; scaling features with statistics of the training
-data (e.g. ``StandardScaler``) would leak them outside the certificate — a
-:class:`~noisysgd.train.PrivacyLeakWarning` says so when such a scaler
-precedes the estimator in a ``Pipeline`` (:mod:`noisysgd.preprocessing`).
-The set of class labels is taken from ``y`` and treated as public.
+Preprocessing is either fixed before looking at the data (``feature_clip``;
+``target_bound`` for regression; ``feature_range``, public bounds of the
+features) or a differentially private query whose cost the certificate
+includes (``feature_range="private"``; ``center="private"``, the
+classifier's default when ``epsilon`` is given: the rows minus a private
+mean).  Features are clipped to norm ``feature_clip`` (in training and
+prediction alike) and a bias coordinate is appended; scaling features with
+statistics of the training data (e.g. ``StandardScaler``) would leak them
+outside the certificate — a :class:`~noisysgd.train.PrivacyLeakWarning`
+says so when such a scaler precedes the estimator in a ``Pipeline``
+(:mod:`noisysgd.preprocessing`).  The set of class labels is taken from
+``y`` and treated as public.
 
 Configuration: ``epochs``, ``batch_size``, ``batching`` and ``alpha`` default
 to ``"auto"``: chosen from public quantities only (n, d, the number of

@@ -1,5 +1,11 @@
-"""Private preprocessing: feature scaling from public ranges, and a warning for
-scalers fitted on the private data.
+"""Private preprocessing: feature scaling from public ranges or a private range query,
+centering on a private mean, and a warning for scalers fitted on the private data.
+
+:func:`private_center` (the classifier's default ``center="auto"``) subtracts a
+Gaussian-mechanism mean of the clipped rows and clips the centered rows to an R_c
+estimated from it; :func:`private_feature_ranges` (``feature_range="private"``)
+estimates per-feature ranges.  Both are μ-GDP queries; :func:`compose_range_query`
+composes them with the training bound into the certificate.
 
 The estimators clip every feature vector to norm ``feature_clip`` R.  Raw
 features of very different scales (breast_cancer: areas in the thousands,
@@ -251,7 +257,13 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     when the rows barely differ and n is small).  Centering removes the common direction that dominates rows of
     non-negative features, so the sensitivity R_c is spent on what tells examples apart.
 
-    Returns (center m̂ or None, R_c, details)."""
+    Returns (center m̂ or None, R_c, details).  A ``radius`` equal to the largest row norm
+    warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
+    after centering the trainer sees only the centered rows."""
+    from .train.leaks import check_declared_constants
+
+    X = np.asarray(X, dtype=np.float64)
+    check_declared_constants(feature_clip=radius, row_norms=np.linalg.norm(X, axis=1), stacklevel=4)
     X = clip_rows(X, radius)
     n, d = X.shape
     if adjacency not in ("replace", "add-remove"):
