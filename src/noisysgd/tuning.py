@@ -661,6 +661,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(f"selection must be one of {', '.join(map(repr, SELECTIONS))}. "
                              f"Found {self.selection!r}.")
         selection = self.selection
+        if selection == "liu-talwar":
+            warnings.warn(
+                "selection='liu-talwar': Liu & Talwar's Theorem 3.4 was transcribed without the paper's text at "
+                "hand and has not been checked against it (docs/tuning.md); prefer 'poisson' (Papernot & "
+                "Steinke, checked), which is also much tighter", UserWarning, stacklevel=2)
         mean = _real("expected_runs", self.expected_runs, low=1.0, low_open=False)
         eta = _real("eta", self.eta, low=-1.0)
         if selection == "negative-binomial" and mean == 1.0:
