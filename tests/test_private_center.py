@@ -192,33 +192,40 @@ def test_the_tuner_refuses_centering_it_does_not_account():
         NoisySGDClassifierCV(param_grid={"center": [None]}, epsilon=1.0).fit(X, y)
 
 
+class _Interrupted(Exception):
+    pass
+
+
+def _crash_after(monkeypatch, step):
+    """The engine raises once ``step`` steps are done (after their checkpoint), as a crash would."""
+    from noisysgd.train import engine
+
+    core = engine.noisy_sgd_core
+
+    def crashing(*args, batches, start_step=0, **kwargs):
+        def stream():
+            for t, batch in enumerate(batches, start=start_step + 1):
+                if t > step:
+                    raise _Interrupted
+                yield batch
+        return core(*args, batches=stream(), start_step=start_step, **kwargs)
+
+    monkeypatch.setattr(engine, "noisy_sgd_core", crashing)
+
+
 def test_a_resumed_fit_reuses_the_recorded_mean(tmp_path, monkeypatch):
     """Fresh entropy (no seed): a resumed fit must not draw the mean again (the checkpoint's iterate was
     trained on rows centered on the first answer, and a second draw would answer the query twice): it
     reads the answer from the checkpoint, resumes, and releases that mean."""
     from noisysgd.preprocessing import recorded_query
-    from noisysgd.train import engine
 
     X, y = _digits()
     path = tmp_path / "c.ckpt"
     kw = dict(epsilon=1.0, epochs=3, batch_size=100, batching="cyclic", alpha=0.01, checkpoint=str(path),
               checkpoint_every=1)
-    core = engine.noisy_sgd_core
-
-    class Interrupted(Exception):
-        pass
-
-    def crashing(*args, batches, start_step=0, **kwargs):
-        def stream():
-            for t, batch in enumerate(batches, start=start_step + 1):
-                if t > 20:
-                    raise Interrupted
-                yield batch
-        return core(*args, batches=stream(), start_step=start_step, **kwargs)
-
     with monkeypatch.context() as m:
-        m.setattr(engine, "noisy_sgd_core", crashing)
-        with pytest.raises(Interrupted):
+        _crash_after(m, 20)
+        with pytest.raises(_Interrupted):
             NoisySGDClassifier(**kw).fit(X, y)
     recorded = recorded_query(path)
     assert recorded["center"] == "private" and recorded["centered"]
@@ -231,7 +238,6 @@ def test_a_resumed_fit_reuses_the_recorded_mean(tmp_path, monkeypatch):
 def test_cli_resume_without_a_seed_reuses_the_mean_and_matches_the_uninterrupted_run(tmp_path, monkeypatch,
                                                                                     capsys):
     from noisysgd.cli import main
-    from noisysgd.train import engine
 
     X, y = _digits()
     data = tmp_path / "d.csv"
@@ -240,23 +246,10 @@ def test_cli_resume_without_a_seed_reuses_the_mean_and_matches_the_uninterrupted
     common = ["train", str(data), "--target", "label", "--epsilon", "1", "--epochs", "3", "--batch-size", "100",
               "--batching", "cyclic", "--alpha", "0.01", "--quiet"]
     assert main([*common, "--seed", "5", "--out", str(tmp_path / "ref")]) == 0
-    core = engine.noisy_sgd_core
-
-    class Interrupted(Exception):
-        pass
-
-    def crashing(*args, batches, start_step=0, **kwargs):
-        def stream():
-            for t, batch in enumerate(batches, start=start_step + 1):
-                if t > 20:
-                    raise Interrupted
-                yield batch
-        return core(*args, batches=stream(), start_step=start_step, **kwargs)
-
     ckpt = tmp_path / "run.ckpt"
     with monkeypatch.context() as m:
-        m.setattr(engine, "noisy_sgd_core", crashing)
-        with pytest.raises(Interrupted):
+        _crash_after(m, 20)
+        with pytest.raises(_Interrupted):
             main([*common, "--seed", "5", "--checkpoint", str(ckpt), "--out", str(tmp_path / "m")])
     capsys.readouterr()
     assert main([*common, "--checkpoint", str(ckpt), "--resume", "--out", str(tmp_path / "m")]) == 0

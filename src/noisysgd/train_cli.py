@@ -113,7 +113,8 @@ def add_train_parser(sub, parser_class, formatter) -> None:
                    help="private: subtract a differentially private mean of the rows (clipped to R) and clip the "
                         "centered rows to an R_c estimated from it (the mean query gets 0.3 of the target's GDP mu "
                         "and a tenth of delta; the certificate covers model and mean); auto (default): private for "
-                        "classification with --epsilon, none otherwise; the mean is saved with the model")
+                        "classification with --epsilon in one process, none otherwise (and with --workers or "
+                        "torchrun, which do not center yet); the mean is saved with the model")
     p.add_argument("--holdout", type=float, metavar="FRACTION",
                    help="keep this fraction of the rows out of training (a seeded random split, drawn before "
                         "training; the certificate covers the training rows) and report the model's accuracy "
