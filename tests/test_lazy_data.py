@@ -197,6 +197,6 @@ def test_single_process_cli_hints_at_workers_for_big_mapped_data(tmp_path, array
     np.savez(tmp_path / "a.npz", X=X, y=y)
     monkeypatch.setattr(tc, "_LAZY_HINT_BYTES", 1)
     assert main(["train", str(tmp_path / "a.npz"), "--target", "y", "--epsilon", "2", "--seed", "0", "--quiet",
-                 "--out", str(tmp_path / "o")]) == 0
+                 "--center", "none", "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "add --workers 1 to read it a batch at a time" in err and len(err.strip().splitlines()) == 1

@@ -242,17 +242,19 @@ class _NoisySGDBase(BaseEstimator):
             from .preprocessing import recorded_query
 
             self._recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the query's answer
-        if isinstance(requested, str):
-            frange, q = self._private_ranges(requested, p, X)
-            queries.append(q)
-        else:
-            frange = _check_feature_range(self, requested, X.shape[1])
-        if frange is not None:
-            X = scale_to_ball(X, frange, p["feature_clip"])
-        center, radius = None, p["feature_clip"]
-        if center_rule == "private":
-            X, center, q = self._private_center(p, X)
-            queries.append(q)
+        with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once trained
+            warnings.simplefilter("always")
+            if isinstance(requested, str):
+                frange, q = self._private_ranges(requested, p, X)
+                queries.append(q)
+            else:
+                frange = _check_feature_range(self, requested, X.shape[1])
+            if frange is not None:
+                X = scale_to_ball(X, frange, p["feature_clip"])
+            center, radius = None, p["feature_clip"]
+            if center_rule == "private":
+                X, center, q = self._private_center(p, X)
+                queries.append(q)
         query = combine_queries(queries)
         n = X.shape[0]
         config = configure(p, loss, n, X.shape[1], target_bound)
@@ -270,6 +272,8 @@ class _NoisySGDBase(BaseEstimator):
             checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
             resume=self.checkpoint is not None, keep_checkpoint=False, composed_with=query,
         )
+        for w in deferred:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self.fit_ = fit
         self.noise_multiplier_ = fit.noise_multiplier
         self.epsilon_ = fit.epsilon
@@ -341,9 +345,8 @@ class _NoisySGDBase(BaseEstimator):
         center, clip, details, p["epsilon"], p["delta"] = private_center_within(
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
             secure_mode=self.secure_mode, recorded=self._recorded)
-        X = clip_rows(X, p["feature_clip"])
-        if center is not None:
-            X = X - center
+        if center is not None:  # (not centered: the rows as they are, the trainer clips them)
+            X = clip_rows(X, p["feature_clip"]) - center
             if _is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
                 p["intercept_scaling"] = auto_intercept_scaling(clip)
             p["feature_clip"] = clip

@@ -283,23 +283,10 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
     those left at "auto" chosen as the estimators choose them (public quantities only:
     :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
     from .config import configure
-    from .rdp import validate_delta
-    from .run import _integer, _real
 
     # the flags' own checks first (the messages name them), then the choice of the rest
-    for name in ("epochs", "batch_size"):
-        if getattr(args, name) != "auto":
-            _integer(name, getattr(args, name))
-    if args.alpha != "auto":
-        _real("l2", args.alpha, positive=False)
-    if epsilon is not None:
-        _real("epsilon", epsilon)
-    if args.noise_multiplier is not None:
-        _real("noise_multiplier", args.noise_multiplier)
     delta = args.delta if delta is None else delta
-    if delta is not None:
-        validate_delta(delta)
-    _real("feature_clip", args.feature_clip)
+    _check_schedule_flags(args, epsilon, delta)
     p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
          "epsilon": epsilon, "delta": delta, "noise_multiplier": args.noise_multiplier,
          "learning_rate": _learning_rate(args.lr), "feature_clip": args.feature_clip,
@@ -315,6 +302,25 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
     elif batch is not None and batch >= 1:
         batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
     return {"epochs": p["epochs"], "batch_size": batch, "batching": p["batching"], "l2": p["alpha"]}, config
+
+
+def _check_schedule_flags(args, epsilon, delta) -> None:
+    """The schedule flags' own checks (the messages name them)."""
+    from .rdp import validate_delta
+    from .run import _integer, _real
+
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) != "auto":
+            _integer(name, getattr(args, name))
+    if args.alpha != "auto":
+        _real("l2", args.alpha, positive=False)
+    if epsilon is not None:
+        _real("epsilon", epsilon)
+    if args.noise_multiplier is not None:
+        _real("noise_multiplier", args.noise_multiplier)
+    if delta is not None:
+        validate_delta(delta)
+    _real("feature_clip", args.feature_clip)
 
 
 def _split_holdout(args, n: int):
@@ -394,17 +400,24 @@ def cmd_train(args) -> int:
         X, y = X[train_rows], y[train_rows]
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
     n = X.shape[0]
+    _check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
+    _learning_rate(args.lr)
     frange, query, delta = None, None, args.delta
-    if args.feature_range is not None:
-        from .preprocessing import scale_to_ball
+    import warnings
 
-        frange, query, epsilon, delta = _feature_range(args, X, epsilon, n)
-        X = scale_to_ball(X, frange, args.feature_clip)
-        if holdout is not None:
-            holdout = (scale_to_ball(holdout[0], frange, args.feature_clip), holdout[1])
-    center, center_clip = None, args.feature_clip
-    if args.center == "private" or (args.center == "auto" and args.task == "classification" and epsilon is not None):
-        center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n)
+    with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once training ran
+        warnings.simplefilter("always")
+        if args.feature_range is not None:
+            from .preprocessing import scale_to_ball
+
+            frange, query, epsilon, delta = _feature_range(args, X, epsilon, n)
+            X = scale_to_ball(X, frange, args.feature_clip)
+            if holdout is not None:
+                holdout = (scale_to_ball(holdout[0], frange, args.feature_clip), holdout[1])
+        center, center_clip = None, args.feature_clip
+        if args.center == "private" or (args.center == "auto" and args.task == "classification"
+                                        and epsilon is not None):
+            center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n)
     schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta)
     start = time.perf_counter()
     fit = fit_private(
@@ -421,6 +434,8 @@ def cmd_train(args) -> int:
         composed_with=query,
     )
     seconds = time.perf_counter() - start
+    for w in deferred:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     result = fit.result
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
     quality = {metric: _quality(args.task, result.predict(X), y, classes)}
@@ -481,9 +496,8 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     center, clip, cq, epsilon, delta = private_center_within(
         X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
         secure_mode=args.secure_mode, recorded=_recorded(args))
-    X = clip_rows(X, args.feature_clip)
-    if center is not None:
-        X = X - center
+    if center is not None:  # (not centered: the rows as they are, the trainer clips them)
+        X = clip_rows(X, args.feature_clip) - center
         if holdout is not None:
             holdout = (clip_rows(holdout[0], args.feature_clip) - center, holdout[1])
         if args.intercept_auto:
