@@ -23,21 +23,26 @@ seeds 0, 1, 2 (the split's and the model's):
 * ``auto, intercept 1``: ``NoisySGDClassifier(epsilon=ε, intercept_scaling=1.0)``:
   the automatic configuration with the bias coordinate 1 it had before
   ``intercept_scaling="auto"`` (R/4).
-* ``auto``: ``NoisySGDClassifier(epsilon=ε)`` — the configuration chosen by
-  :func:`noisysgd.config.auto_config` from n, d, the number of classes, ε, δ,
-  the feature clip and the loss constants only (no feature, no label).
+* ``auto, not centered``: ``NoisySGDClassifier(epsilon=ε, center=None)`` — the
+  configuration chosen by :func:`noisysgd.config.auto_config` from n, d, the
+  number of classes, ε, δ, the feature clip and the loss constants only (no
+  feature, no label), on the clipped rows as they are.
+* ``auto``: ``NoisySGDClassifier(epsilon=ε)``, the defaults: the rows centered on
+  a private mean (``center="private"``, spending 0.3 of the target's GDP μ and
+  composed into the reported ε), then the automatic configuration for the
+  clip R_c of the centered rows.
 * ``auto + feature_range``: with public feature bounds (digits [0, 16],
   Fashion-MNIST [0, 255]; none are public for breast_cancer or the synthetic set).
 * ``non-private``: ``StandardScaler`` + ``LogisticRegression`` (reference only;
   on Fashion-MNIST only with ``--fashion-nonprivate``: minutes of lbfgs).
 
-Every private row's ε is the model's own (the configuration looks at no
-data, so it costs nothing).  Not a test: run it by hand::
+Every private row's ε is the model's own, the centering query included (the
+configuration looks at no data, so it costs nothing).  Not a test: run it by hand::
 
     python benchmarks/auto_config.py [--datasets digits,breast_cancer,synthetic,fashion_pixels]
         [--json benchmarks/results/auto_config.json]
 
-An existing JSON file is updated (rows of the data sets run now replace theirs).
+An existing JSON file is updated (rows run now replace theirs; other rows of the data set stay).
 """
 
 from __future__ import annotations
@@ -107,6 +112,7 @@ def _private(Xtr, Xte, ytr, yte, eps, seed, **params):
         "noise_multiplier": clf.noise_multiplier_, "analysis": clf.privacy_report_["best_analysis"],
         "batching": run.batching, "batch_size": run.batch_size, "epochs": clf.n_iter_,
         "alpha": run.strong_convexity, "learning_rate": run.learning_rate,
+        "feature_clip": clf.feature_clip_, "centered": clf.center_ is not None,
         "proxy": (cfg.get("chosen") or {}).get("proxy"),
         "legacy_proxy": next((c["proxy"] for c in cfg.get("candidates", []) if c.get("legacy")), None),
         "seconds": time.perf_counter() - t,
@@ -136,6 +142,8 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", default="digits,breast_cancer,synthetic,fashion_pixels")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--fashion-seeds", type=int, default=1)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds first-seed, first-seed + 1, ...; runs of other seeds already in the JSON stay")
     ap.add_argument("--fashion-dir", default=None)
     ap.add_argument("--fashion-nonprivate", action="store_true",
                     help="also fit the non-private reference on Fashion-MNIST (slow)")
@@ -143,7 +151,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
     ap.add_argument("--variants", default=None,
                     help="semicolon-separated subset of: defaults (pre-auto); auto, intercept 1; auto; "
-                         "auto + feature_range (default all)")
+                         "auto, not centered; auto + feature_range (default all)")
     args = ap.parse_args(argv)
     out_path = Path(args.json)
     results = json.loads(out_path.read_text()) if out_path.exists() else {}
@@ -160,25 +168,32 @@ def main(argv=None) -> int:
             results["datasets"][name] = {"skipped": str(exc)}
             continue
         rows = {}
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             Xtr, Xte, ytr, yte, frange = load(name, seed, args.fashion_dir)
             if not name.startswith("fashion") or args.fashion_nonprivate:  # minutes on 60,000 x 784
-                rows.setdefault("non-private", []).append(_nonprivate(Xtr, Xte, ytr, yte))
+                rows.setdefault("non-private", []).append({**_nonprivate(Xtr, Xte, ytr, yte), "seed": seed})
             for eps in [float(e) for e in args.epsilons.split(",")]:
-                variants = {"defaults (pre-auto)": {**LEGACY, "intercept_scaling": 1.0},
-                            "auto, intercept 1": {"intercept_scaling": 1.0}, "auto": {}}
+                variants = {"defaults (pre-auto)": {**LEGACY, "intercept_scaling": 1.0, "center": None},
+                            "auto, intercept 1": {"intercept_scaling": 1.0, "center": None},
+                            "auto, not centered": {"center": None}, "auto": {}}
                 if frange is not None:
                     variants["auto + feature_range"] = {"feature_range": frange}
                 if args.variants:
                     keep = [v.strip() for v in args.variants.split(";")]
                     variants = {k: v for k, v in variants.items() if k in keep}
                 for label, params in variants.items():
-                    r = _private(Xtr, Xte, ytr, yte, eps, seed, **params)
+                    r = {**_private(Xtr, Xte, ytr, yte, eps, seed, **params), "seed": seed}
                     rows.setdefault(f"{label} @ eps={eps:g}", []).append(r)
                     print(f"{name} seed {seed} eps {eps:g} {label:22s} acc {r['accuracy']:.4f} "
                           f"z {r['noise_multiplier']:.4g} {r['batching']} b={r['batch_size']} "
                           f"epochs={r['epochs']} alpha={r['alpha']:g} ({r['seconds']:.1f} s)", flush=True)
         n = len(Xtr) + (0 if name.startswith("fashion") else len(Xte))
+        kept = results["datasets"].get(name, {}).get("runs", {})  # runs of other rows or seeds stay
+        for label, old in kept.items():
+            new = rows.get(label, [])
+            done = {r["seed"] for r in new}
+            rows[label] = sorted([r for i, r in enumerate(old) if r.get("seed", i) not in done] + new,
+                                 key=lambda r: r.get("seed", 0))
         results["datasets"][name] = {
             "n_train": len(Xtr), "n_test": len(Xte), "d": Xtr.shape[1], "n_total": n,
             "summary": {k: _summary(v) for k, v in rows.items()}, "runs": rows}
