@@ -255,3 +255,26 @@ def test_cli_resume_without_a_seed_reuses_the_mean_and_matches_the_uninterrupted
     assert main([*common, "--checkpoint", str(ckpt), "--resume", "--out", str(tmp_path / "m")]) == 0
     assert "resumed from the checkpoint" in capsys.readouterr().out
     assert (tmp_path / "m" / "model.json").read_text() == (tmp_path / "ref" / "model.json").read_text()
+
+
+def test_the_fallback_warning_compares_with_the_alternative_composed_as_the_run_was():
+    """With centering, the run that lost the hidden-state bound was calibrated to the total composed with
+    the mean query; the alternative the warning names is calibrated the same way (not at the training's
+    basic share), so the factor it reports is the one the user would see."""
+    import re
+
+    from noisysgd.config import CompositionFallbackWarning
+    from noisysgd.trainer import _calibrate_composed
+
+    X, y = _digits()
+    with pytest.warns(CompositionFallbackWarning) as caught:
+        clf = NoisySGDClassifier(epsilon=1.0, batching="shuffle", batch_size=100, epochs=30, alpha=0.01,
+                                 random_state=0).fit(X, y)
+    message = str([w for w in caught if w.category is CompositionFallbackWarning][0].message)
+    z_alt = float(re.search(r"x the ([\d.]+) that batching='cyclic'", message).group(1))
+    pre = clf.privacy_report_["preprocessing"]
+    alt = clf.run_.replace(batching="cyclic", noise_multiplier=1.0)
+    share = noisysgd.calibrate(alt, epsilon=1.0 - pre["epsilon"], delta=clf.fit_.report.delta)
+    composed = _calibrate_composed(alt, share, pre, "best")
+    assert composed.noise_multiplier < share.noise_multiplier / 1.02  # the composed total needs less noise
+    assert z_alt == pytest.approx(composed.noise_multiplier, rel=2e-2)

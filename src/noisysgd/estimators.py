@@ -297,7 +297,7 @@ class _NoisySGDBase(BaseEstimator):
         self.feature_clip_ = p["feature_clip"]  # the clip of the training rows (after centering: R_c)
         self.intercept_scaling_ = p["intercept_scaling"]
         if p["epsilon"] is not None:
-            self._warn_if_composition(fit, p, loss, target_bound)
+            self._warn_if_composition(fit, p, loss, target_bound, query)
         return fit.result.coef
 
     def _private_ranges(self, requested, p, X):
@@ -360,10 +360,13 @@ class _NoisySGDBase(BaseEstimator):
         self.epsilon_, self.delta_ = compose_range_query(self.privacy_report_, fit.epsilon, fit.report.delta,
                                                          fit.run.adjacency, query, report=fit.report)
 
-    def _warn_if_composition(self, fit, p, loss, target_bound):
+    def _warn_if_composition(self, fit, p, loss, target_bound, query=None):
         """One :class:`CompositionFallbackWarning` when the calibration ended on a
         composition bound because every hidden-state analysis refused the run,
-        naming the choice that lost them and the noise factor it costs."""
+        naming the choice that lost them and the noise factor it costs (each alternative
+        calibrated as the run was: to the total composed with the preprocessing ``query``)."""
+        from .trainer import _calibrate_composed
+
         report = fit.report
         best = report.best
         if best is None or best.analysis not in BASELINES:
@@ -398,6 +401,8 @@ class _NoisySGDBase(BaseEstimator):
                     warnings.simplefilter("ignore")
                     cal = calibrate(alt, epsilon=p["epsilon"], delta=report.delta, analyses=self.analysis,
                                     rel_tol=1e-2)
+                    if query is not None:
+                        cal = _calibrate_composed(alt, cal, query, self.analysis)
             except ValueError:
                 continue
             if cal.report.best is None or cal.report.best.analysis in BASELINES:
