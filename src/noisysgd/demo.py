@@ -70,10 +70,10 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
     run = hidden.run_
     # (c) runs on the rows (a) trained on: clipped, minus (a)'s private mean, clipped to its R_c
     centered = hidden.center_ is not None
-    from .preprocessing import clip_rows
+    from .preprocessing import center_rows
 
     def rows(X):
-        return clip_rows(X, CONFIG["feature_clip"]) - hidden.center_ if centered else X
+        return center_rows(X, hidden.center_, CONFIG["feature_clip"]) if centered else X
 
     plain = sgd(run, Softmax(10), rows(Xtr), ytr, feature_clip=hidden.feature_clip_,
                 intercept_scaling=hidden.intercept_scaling_, random_state=seed)

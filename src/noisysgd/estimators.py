@@ -63,7 +63,7 @@ import warnings
 from .accountant import calibrate
 from .config import CompositionFallbackWarning, configure
 from .planning import BASELINES
-from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, clip_rows, combine_queries,
+from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
@@ -237,15 +237,15 @@ class _NoisySGDBase(BaseEstimator):
         requested = getattr(self, "feature_range", None)
         center_rule = self._center_rule(p)
         queries = []
-        self._recorded = None
+        recorded = None
         if center_rule == "private" or isinstance(requested, str):
             from .preprocessing import recorded_query
 
-            self._recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the query's answer
+            recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the query's answer
         with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once trained
             warnings.simplefilter("always")
             if isinstance(requested, str):
-                frange, q = self._private_ranges(requested, p, X)
+                frange, q = self._private_ranges(requested, p, X, recorded)
                 queries.append(q)
             else:
                 frange = _check_feature_range(self, requested, X.shape[1])
@@ -253,7 +253,7 @@ class _NoisySGDBase(BaseEstimator):
                 X = scale_to_ball(X, frange, p["feature_clip"])
             center, radius = None, p["feature_clip"]
             if center_rule == "private":
-                X, center, q = self._private_center(p, X)
+                X, center, q = self._private_center(p, X, recorded)
                 queries.append(q)
         query = combine_queries(queries)
         n = X.shape[0]
@@ -300,7 +300,7 @@ class _NoisySGDBase(BaseEstimator):
             self._warn_if_composition(fit, p, loss, target_bound, query)
         return fit.result.coef
 
-    def _private_ranges(self, requested, p, X):
+    def _private_ranges(self, requested, p, X, recorded=None):
         """``feature_range="private"``: ranges from a DP query spending PRIVATE_RANGE_SHARE of
         (epsilon, delta); ``p``'s target is lowered to the rest (its share under basic composition;
         fit_private then calibrates to the composed total, see its ``composed_with``)."""
@@ -316,7 +316,7 @@ class _NoisySGDBase(BaseEstimator):
         delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
         frange, details, p["epsilon"], p["delta"] = private_ranges_within(
             X, p["epsilon"], delta, adjacency=p["adjacency"], seed=self.random_state, secure_mode=self.secure_mode,
-            recorded=self._recorded)
+            recorded=recorded)
         return frange, details
 
     def _center_rule(self, p) -> str | None:
@@ -334,19 +334,19 @@ class _NoisySGDBase(BaseEstimator):
             return rule
         raise _param_error(self, "center", rule, "None, 'private' or 'auto'")
 
-    def _private_center(self, p, X):
+    def _private_center(self, p, X, recorded=None):
         """``center="private"``: the rows clipped to ``feature_clip`` minus a DP mean
         (:func:`noisysgd.preprocessing.private_center_within`), clipped to the R_c it gives,
         which becomes the training's feature clip (and, for ``intercept_scaling="auto"``, sets
         the bias coordinate); ``p``'s target is lowered to the rest as for private ranges."""
-        from .preprocessing import clip_rows, private_center_within
+        from .preprocessing import private_center_within
 
         delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
         center, clip, details, p["epsilon"], p["delta"] = private_center_within(
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
-            secure_mode=self.secure_mode, recorded=self._recorded)
+            secure_mode=self.secure_mode, recorded=recorded)
         if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-            X = clip_rows(X, p["feature_clip"]) - center
+            X = center_rows(X, center, p["feature_clip"])
             if _is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
                 p["intercept_scaling"] = auto_intercept_scaling(clip)
             p["feature_clip"] = clip
@@ -452,7 +452,7 @@ class _NoisySGDBase(BaseEstimator):
         if getattr(self, "_feature_range", None) is not None:
             X = scale_to_ball(X, self._feature_range, self._feature_clip)
         if getattr(self, "_center", None) is not None:
-            X = clip_rows(X, self._feature_clip) - self._center
+            X = center_rows(X, self._center, self._feature_clip)
         return self.fit_.result.scores(X)
 
 

@@ -271,8 +271,8 @@ def gdp_epsilon(mu, delta) -> float:
 
 def gdp_mu(epsilon, delta) -> float:
     """The largest μ (to a relative 1e-12, found by bisection) whose μ-GDP meets
-    (``epsilon``, ``delta``)-DP by the exact conversion (:func:`gdp_epsilon`, which is
-    increasing in μ): a Gaussian mechanism of sensitivity Δ calibrated to (ε, δ) needs
+    (``epsilon``, ``delta``)-DP by the exact conversion (Dong, Roth & Su 2022, Corollary 2.13:
+    :func:`gdp_epsilon`, which is increasing in μ and never below the true ε): a Gaussian mechanism of sensitivity Δ calibrated to (ε, δ) needs
     noise of standard deviation Δ/μ.  The returned μ meets the target (never above it).
 
     >>> mu = gdp_mu(1.0, 1e-5)

@@ -176,9 +176,9 @@ class LinearModel:
 
             X = scale_to_ball(X, self.feature_range, first_clip)
         if self.center is not None:
-            from .preprocessing import clip_rows
+            from .preprocessing import center_rows
 
-            X = clip_rows(X, first_clip) - self.center[0]
+            X = center_rows(X, self.center[0], first_clip)
         return augment(X, self.feature_clip, intercept_scaling=self.intercept_scaling)
 
     def decision_function(self, X) -> np.ndarray:

@@ -49,7 +49,7 @@ from .train import PrivacyLeakWarning
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
            "exponent_histogram", "compose_range_query", "private_ranges_within", "PRIVATE_RANGE_SHARE",
-           "clip_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
+           "clip_rows", "center_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
 
 #: Share of the estimators' (ε, δ) that ``feature_range="private"`` spends on the range query.
@@ -227,9 +227,17 @@ def clip_rows(X, radius: float) -> np.ndarray:
     array([[0.6, 0.8],
            [0.3, 0.4]])
     """
+    from .train.losses import _row_norms
+
     X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    norms = _row_norms(X)[:, None]  # the trainer's norms: no overflow for huge entries
     return X * (radius / np.maximum(norms, radius))
+
+
+def center_rows(X, center, radius: float) -> np.ndarray:
+    """clip_radius(x) − ``center`` for every row: the map ``center="private"`` applies before the
+    trainer's own clip, in fit and in predict alike (:func:`private_center`)."""
+    return clip_rows(X, radius) - center
 
 
 def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None) -> tuple:
@@ -261,9 +269,10 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
     after centering the trainer sees only the centered rows."""
     from .train.leaks import check_declared_constants
+    from .train.losses import _row_norms
 
     X = np.asarray(X, dtype=np.float64)
-    check_declared_constants(feature_clip=radius, row_norms=np.linalg.norm(X, axis=1), stacklevel=4)
+    check_declared_constants(feature_clip=radius, row_norms=_row_norms(X), stacklevel=4)
     X = clip_rows(X, radius)
     n, d = X.shape
     if adjacency not in ("replace", "add-remove"):
@@ -298,7 +307,7 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     }
     if used:
         details["mean"] = mean.tolist()  # released with the model (it maps every row it scores)
-    if not used:  # post-processing of the released mean: saying so leaks nothing more
+    else:  # post-processing of the released mean: saying so leaks nothing more
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
             f"(expected norm {math.sqrt(noise2):.3g}, n = {n} rows); the rows were not centered",

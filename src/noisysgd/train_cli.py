@@ -483,7 +483,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     (:func:`noisysgd.preprocessing.private_center_within`, as the estimators); R_c becomes
     ``args.feature_clip`` (and s = R_c/4 under --intercept-scaling auto).  Returns (center or
     None, X, holdout, the combined query, epsilon and delta left for training)."""
-    from .preprocessing import clip_rows, combine_queries, private_center_within
+    from .preprocessing import center_rows, combine_queries, private_center_within
     from .rdp import validate_delta
     from .run import _real
     from .trainer import default_delta
@@ -497,9 +497,9 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
         X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
         secure_mode=args.secure_mode, recorded=_recorded(args))
     if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-        X = clip_rows(X, args.feature_clip) - center
+        X = center_rows(X, center, args.feature_clip)
         if holdout is not None:
-            holdout = (clip_rows(holdout[0], args.feature_clip) - center, holdout[1])
+            holdout = (center_rows(holdout[0], center, args.feature_clip), holdout[1])
         if args.intercept_auto:
             from .estimators import auto_intercept_scaling
 
