@@ -508,9 +508,9 @@ def test_replicas_are_fast():
 
 
 #: Settings audited in the fast suite: (name, run, audit keyword arguments).
-def _at(scheme, b, z, steps=200, D=4.0, n=10):
+def _at(scheme, b, z, steps=200, D=4.0, n=10, adjacency="replace"):
     return at_1d_run(n=n, batch_size=b, batching=scheme, steps=steps, learning_rate=1.0, noise_multiplier=z,
-                     diameter=D)
+                     diameter=D, adjacency=adjacency)
 
 
 AUDITS = [
@@ -520,6 +520,11 @@ AUDITS = [
     ("at-1d poisson b=2, tuned", _at("poisson", 2, 1.0), dict(threshold="tuned")),
     ("at-1d cyclic b=2, tuned", _at("cyclic", 2, 0.8), dict(threshold="tuned")),
     ("at-1d shuffle b=2, tuned", _at("shuffle", 2, 0.8), dict(threshold="tuned")),
+    # add/remove (issue 24): D = D' without its last example, on the n − 1 others
+    ("at-1d poisson b=2, add-remove, tuned", _at("poisson", 2, 0.5, adjacency="add-remove"),
+     dict(threshold="tuned")),
+    ("at-1d sample b=2, add-remove, tuned", _at("sample", 2, 0.5, adjacency="add-remove"),
+     dict(threshold="tuned")),
 ]
 
 
@@ -567,6 +572,22 @@ def test_a_trainer_with_10x_less_noise_is_caught():
     assert not honest.violation
     exact = privacy_epsilon(at_1d_law(run, dataset="D", cells=2000), at_1d_law(run, dataset="D'", cells=2000), 1e-5)
     assert honest.epsilon_lower <= exact + 0.05 and exact < certified / 10
+
+
+def test_add_remove_audit_catches_a_trainer_with_10x_less_noise():
+    """The add/remove pair (D' = D plus one example of slope −L) through the real trainer on n
+    and n − 1 examples: the honest Poisson run stays below its certificate (composition with
+    sensitivity L), the same run with z/10 is caught."""
+    run = _at("poisson", 2, 8.0, adjacency="add-remove")
+    certified = noisysgd.epsilon(run, delta=1e-5).epsilon
+    broken = run.replace(noise_multiplier=0.8)
+    res = audit_at_1d(run, delta=1e-5, runs=5000, confidence=CONFIDENCE, threshold="tuned",
+                      random_state=[SEED, 12], trainer_run=broken)
+    assert res.violation and res.epsilon_lower > certified
+    assert res.details["adjacency"] == "add-remove"
+    honest = audit_at_1d(run, delta=1e-5, runs=5000, confidence=1 - random_check("honest add-remove twin"),
+                         threshold="tuned", random_state=[SEED, 13])
+    assert not honest.violation
 
 
 def test_audit_validates_before_running():

@@ -75,11 +75,12 @@ RUNS: dict[str, Run] = {
     "shuffle-strongly": Run.from_epochs(
         epochs=30, n=1050, batch_size=100, batching="shuffle", learning_rate=0.2,
         noise_multiplier=2.0, lipschitz=1.0, smoothness=1.0, strong_convexity=0.05, diameter=0.5),
-    # Convex, shuffle, add/remove: every hidden-state analysis refuses (partition changes).
-    "shuffle-convex-addremove": Run.from_epochs(
+    # Convex, shuffle (fresh permutation each epoch), bounded: A&T Theorem 5.8;
+    # ye-shokri and shifted interpolation refuse (no strong convexity).  (Under
+    # add/remove Run itself refuses shuffle: the partition changes, issue 24.)
+    "shuffle-convex": Run.from_epochs(
         epochs=5, n=1000, batch_size=100, batching="shuffle", learning_rate=0.2,
-        noise_multiplier=2.0, lipschitz=1.0, smoothness=1.0, diameter=1.0, convex=True,
-        adjacency="add-remove"),
+        noise_multiplier=2.0, lipschitz=1.0, smoothness=1.0, diameter=1.0, convex=True),
     # Strongly convex, bounded, cyclic, 10 batches per epoch, stops inside an epoch:
     # A&T Theorem 5.8, Ye–Shokri Theorem 3.3, shifted interpolation (NoisyCGD).
     "cyclic-strongly-partial": Run(
@@ -107,9 +108,9 @@ RUNS: dict[str, Run] = {
     "full-convex-decay": Run(
         n=100, batch_size=None, batching="full", steps=2000, learning_rate=0.5, lr_decay=0.3,
         noise_multiplier=2.0, lipschitz=1.0, smoothness=2.0, diameter=0.05, convex=True),
-    # Non-convex, full batches, add/remove.
-    "full-nonconvex-addremove": Run(
-        n=50, batch_size=50, batching="full", steps=20, learning_rate=1.0,
+    # Non-convex, Poisson batches holding every row in expectation (q = 1), add/remove.
+    "poisson-whole-nonconvex-addremove": Run(
+        n=50, batch_size=50, batching="poisson", steps=20, learning_rate=1.0,
         noise_multiplier=3.0, lipschitz=2.0, adjacency="add-remove"),
 }
 

@@ -235,6 +235,18 @@ def test_cli_flags_round_trip_to_the_api(n, b_frac, epochs, z, lam, batching, ad
     import io
 
     b = n if batching == "full" else max(1, int(n * b_frac))
+    if adjacency == "add-remove" and batching not in noisysgd.run.ADD_REMOVE_BATCHINGS:
+        # both refuse it, with the same message (issue 24)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert main(["epsilon", "--n", str(n), "--batch-size", str(b), "--epochs", str(epochs),
+                         "--noise-multiplier", repr(z), "--lipschitz", "1", "--batching", batching,
+                         "--adjacency", adjacency, "--delta", "1e-5"]) == 2
+        with pytest.raises(ValueError) as exc:
+            noisysgd.Run(n=n, batch_size=b, batching=batching, steps=1, noise_multiplier=z, lipschitz=1.0,
+                         adjacency=adjacency)
+        assert str(exc.value) in err.getvalue()
+        return
     flags = ["epsilon", "--n", str(n), "--batch-size", str(b), "--epochs", str(epochs), "--lr", "0.05",
              "--noise-multiplier", repr(z), "--lipschitz", "1", "--smoothness", "1.25",
              "--strong-convexity", repr(lam), "--batching", batching, "--adjacency", adjacency,

@@ -65,8 +65,9 @@ def test_every_invalid_field_is_named_with_its_value(changes, match):
 
 
 def test_valid_run_is_frozen_and_normalised():
-    run = make(adjacency="add_remove", batching="Shuffle")
-    assert run.adjacency == "add-remove" and run.batching == "shuffle"
+    run = make(adjacency="add_remove", batching="Poisson")
+    assert run.adjacency == "add-remove" and run.batching == "poisson"
+    assert make(batching="Shuffle-Once").batching == "shuffle-once"
     with pytest.raises(AttributeError):
         run.steps = 3  # type: ignore[misc]
     assert make(batching="full", batch_size=None).batch_size == 1000

@@ -310,14 +310,20 @@ def test_beats_composition_and_pld_for_long_runs():
 # ------------------------------------------------------------------ refusals
 
 
+def test_add_remove_is_refused_for_every_batching_this_analysis_covers():
+    """full, cyclic, shuffle-once under add/remove: Run refuses them (issue 24), before this
+    analysis could."""
+    for kwargs in (dict(), dict(batching="cyclic", batch_size=100), dict(batching="shuffle-once", batch_size=100)):
+        with pytest.raises(ValueError, match=r"adjacency='add-remove' needs batching='poisson' or 'sample'"):
+            run_(adjacency="add-remove", **kwargs)
+
+
 @pytest.mark.parametrize(
     "kwargs,match",
     [
         (dict(batching="shuffle", batch_size=100), r"full and cyclic batches only.*found batching='shuffle'"),
         (dict(batching="sample", batch_size=100), r"found batching='sample'"),
         (dict(batching="poisson", batch_size=100), r"found batching='poisson'"),
-        (dict(adjacency="add-remove"), r"add/remove adjacency .* under full batching"),
-        (dict(batching="cyclic", batch_size=100, adjacency="add-remove"), r"under cyclic batching"),
         (dict(strong_convexity=0.0, convex=True), r"needs strongly convex losses, m > 0.*found strong_convexity=0"),
         (dict(smoothness=None), r"needs the smoothness M"),
         (dict(lr_decay=0.5), r"needs a constant step size"),

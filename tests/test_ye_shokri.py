@@ -352,7 +352,6 @@ def test_rdp_over_epochs_matches_single_evaluations():
         ("ye-shokri", dict(strong_convexity=0.0, convex=True), "strongly convex"),
         ("ye-shokri", dict(learning_rate=0.4), "learning rate < 2/(m+M)"),
         ("ye-shokri", dict(batching="poisson"), "not poisson"),
-        ("ye-shokri", dict(adjacency="add-remove"), "add/remove"),
         ("ye-shokri", dict(smoothness=None), "smoothness"),
         ("ye-shokri", dict(lr_decay=0.5), "constant step size"),
         ("ye-shokri", dict(batch_size=30), "at least 2 batches"),
@@ -368,6 +367,12 @@ def test_refusals_name_the_reason(name, change, needle):
     assert not res.applies and needle in res.reason
     with pytest.raises(ValueError, match=name):
         get_analysis(name).rdp(run, np.array([2.0]))
+
+
+def test_add_remove_with_cyclic_batches_is_refused_before_any_analysis():
+    """(ye-shokri's why_not refused it; since issue 24 Run refuses it for every analysis.)"""
+    with pytest.raises(ValueError, match=r"adjacency='add-remove' needs batching='poisson' or 'sample'"):
+        paper_run(**FIG2, batching="cyclic", epochs=2).replace(adjacency="add-remove")
 
 
 def test_chourasia_needs_eta_below_one_over_beta():

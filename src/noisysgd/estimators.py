@@ -66,7 +66,7 @@ from .planning import BASELINES
 from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
-from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
+from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .trainer import _learning_rate, default_delta as _default_delta, fit_private
 
 __all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", "classification_loss",
@@ -378,7 +378,8 @@ class _NoisySGDBase(BaseEstimator):
         run = fit.run
         epochs = p["epochs"]
         alternatives = []
-        if run.batching not in ("cyclic", "full"):
+        if run.batching not in ("cyclic", "full") and run.adjacency == "replace":
+            # (add/remove admits no cyclic batches: Run refuses them, issue 24)
             alternatives.append(({"batching": "cyclic"}, f"batching={run.batching!r}"))
         if run.strong_convexity == 0 and run.convex:
             alternatives.append(({"alpha": 0.01}, "alpha=0"))
@@ -420,8 +421,10 @@ class _NoisySGDBase(BaseEstimator):
                 f"{cal.report.best.analysis}. Why: {why}",
                 CompositionFallbackWarning, stacklevel=4)
             return
-        if not refused:
-            return  # a hidden-state bound applies; composition was simply tighter
+        if not refused or run.adjacency == "add-remove":
+            # a hidden-state bound applies and composition was simply tighter; or add/remove, whose
+            # minibatches are Poisson (Run refuses the others): composition is the designed certificate
+            return
         if not run.convex:
             why = ("the clipped loss is not convex (clip_norm below the loss's Lipschitz constant; "
                    "multi_class='ovr' clips a multiclass model and stays convex)")
@@ -586,9 +589,19 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         than with no query).  Measured (docs/accuracy.md): digits at ε = 1,
         0.681 → 0.806.  Needs ``epsilon``.
 
+    classes : list or None, default=None
+        The labels, declared publicly before the data is seen (like
+        diffprivlib's ``classes``): the model's outputs are these whatever
+        the data holds, and a row with another label is refused.  None
+        takes them from the data (``np.unique(y)``), which the certificate
+        does not cover — one row with a label no other row has adds an
+        output — and a :class:`~noisysgd.train.PrivacyLeakWarning` says so;
+        ``privacy_report_["classes"]`` records which it was.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The declared ``classes``, sorted (or the labels found in the data).
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
         s times the bias coordinate's weight.
@@ -620,7 +633,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     >>> from noisysgd import NoisySGDClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(3000, 4)); y = (X[:, 0] - X[:, 1] > 0).astype(int)
-    >>> clf = NoisySGDClassifier(epsilon=1.0, delta=1e-5, feature_clip=3.0, random_state=0)
+    >>> clf = NoisySGDClassifier(epsilon=1.0, delta=1e-5, feature_clip=3.0, classes=[0, 1],
+    ...                          random_state=0)
     >>> clf = clf.fit(X, y)
     >>> clf.epsilon_ <= 1.0, clf.score(X, y) > 0.9
     (True, True)
@@ -635,7 +649,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
                  checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",
-                 center=CLASSIFIER_CENTER):
+                 center=CLASSIFIER_CENTER, classes=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -659,6 +673,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.feature_range = feature_range
         self.intercept_scaling = intercept_scaling
         self.center = center
+        self.classes = classes
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -666,14 +681,10 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         _check_choice(self, "multi_class", self.multi_class, ("softmax", "ovr"))
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1)
         check_classification_targets(y)
-        classes, encoded = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(
-                "y must contain at least two classes to train a classifier. Found 1 class: "
-                f"{classes[0]!r}."
-            )
+        classes, encoded, source = encode_labels(y, self.classes)
         W = self._fit(X, encoded, classification_loss(classes.size, self.multi_class))
         self.classes_ = classes
+        self.privacy_report_["classes"] = {"source": source, "classes": classes.tolist()}
         s = self.intercept_scaling_  # the score is clip(x)·W[:-1] + s·W[-1]
         if W.ndim == 1:
             self.coef_ = W[:-1][None, :].copy()

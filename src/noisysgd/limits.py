@@ -35,8 +35,13 @@ every hidden-state analysis needs anyway: η < 2/(m+M) ≤ 1/λ)
     θ_T = c^T θ₀ − (η/b)·Σ_t c^{T−1−t}·Σ_{i∈B_t} g_i − η·Σ_t c^{T−1−t} ξ_t.
 
 Take every example but the differing one with g = 0 and the differing one
-with g = +L·e (dataset D) or g = −L·e (D', **replace**), or absent / g = 0
-(**add-remove**: both are the same run).  Orthogonally to e the two laws are
+with g = +L·e (dataset D) or g = −L·e (D', **replace**), or absent
+(**add-remove**, which :class:`~noisysgd.run.Run` admits only for ``poisson``
+and ``sample`` batches, drawn afresh each step: the other steps' batches have
+the same law on both datasets).  Under ``sample`` the added example displaces
+another one of its fixed-size batch, so the others get g = −L·e and a batch
+holding it moves by 2L: the add-remove gap below is doubled (κ → 2κ) for
+``sample``.  Orthogonally to e the two laws are
 identical and independent of the e-coordinate, so the privacy of the pair is
 that of the e-coordinate.  With B_t the membership indicator of the
 differing example at step t, W = Σ_t c^{T−1−t}·B_t, S² = Σ_{j<T} c^{2j} and
@@ -45,7 +50,8 @@ dividing by the noise scale η·zL/b·S:
     replace:     P = E_W[N(−κW, 1)]  vs  Q = E_W[N(+κW, 1)],     κ = 1/(z·S),
     add-remove:  P = E_W[N(+κW, 1)]  vs  Q = N(0, 1)             (both directions),
 
-the mean gap being 2κW under replace and κW under add-remove.  With
+the mean gap being 2κW under replace and κW under add-remove (2κW for
+``sample``, see above).  With
 ``initialization="gaussian"`` (θ₀ ~ N(0, 2σ²/λ·I), σ = zL√(η/2)/b in Ye &
 Shokri's convention, no projection without a diameter) the start adds
 c^{2T}·2σ²/λ = c^{2T}/(ηλ) to the normalized variance: κ = 1/(z·√(S² +
@@ -58,7 +64,7 @@ The law of W, by batching (K = steps per epoch, rem = n − K·b):
   probability b/n, independently of the other steps).  Under add-remove the
   dataset holding the extra example has n examples.
 * ``full``: B_t = 1, W = Σ_j c^j is deterministic: the pair is a pair of
-  Gaussians, exactly μ-GDP with μ = 2κW (replace) or κW (add-remove).
+  Gaussians, exactly μ-GDP with μ = 2κW (replace only).
 * ``cyclic``: one fixed, known order; an analysis must cover every position p
   of the differing example, so the limit takes the worst,
   W = max_p Σ_{t ≡ p (mod K)} c^{T−1−t} (deterministic: GDP).
@@ -390,7 +396,10 @@ class _Law:
         self.run = run
 
     def _dirs(self, z):
-        return _directions(self.values, self.masses, _kappa(self.run, z), self.run.adjacency)
+        kappa = _kappa(self.run, z)
+        if self.run.adjacency == "add-remove":
+            kappa *= self.run.sensitivity / self.run.lipschitz   # `sample`: the displaced row, 2L
+        return _directions(self.values, self.masses, kappa, self.run.adjacency)
 
     def delta(self, eps: float, z: float) -> float:
         d = max(x.delta(eps) for x in self._dirs(z))

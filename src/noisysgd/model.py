@@ -86,12 +86,15 @@ def _jsonable(value):
 
 def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
                    version: str, feature_range=None, feature_range_kind: str | None = None,
-                   intercept_scaling: float = 1.0, center=None, center_clip: float | None = None) -> dict:
+                   intercept_scaling: float = 1.0, center=None, center_clip: float | None = None,
+                   classes_source: str | None = None) -> dict:
     """The content of ``model.json`` (format :data:`FORMAT`).  ``feature_range``: (low, high)
     arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`);
     ``intercept_scaling``: the bias coordinate s of x̄ (the intercept is s·coef[-1]); ``center``:
     the private mean subtracted from the rows clipped to ``center_clip`` R₀ before the clip
-    ``feature_clip`` (:func:`noisysgd.preprocessing.private_center`; then R_c)."""
+    ``feature_clip`` (:func:`noisysgd.preprocessing.private_center`; then R_c);
+    ``classes_source``: whether the classes were declared or taken from the data
+    (:func:`noisysgd.train.encode_labels`)."""
     doc = {
         "format": FORMAT,
         "task": task,
@@ -100,6 +103,7 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
         "target": target,
         "feature_names": list(feature_names),
         "classes": None if classes is None else [_jsonable(c) for c in classes],
+        **({"classes_source": classes_source} if classes_source is not None else {}),
         "feature_clip": float(feature_clip),
         "intercept_scaling": float(intercept_scaling),
         "coef": np.asarray(coef, dtype=float).tolist(),
@@ -298,8 +302,35 @@ def load_model(path) -> LinearModel:
         center = (mean, r0)
     cert_path = p.parent / "certificate.json"
     certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
+    _warn_if_refuted(certificate, cert_path)
     return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
                        frange, bias, center)
+
+
+class InvalidCertificateWarning(UserWarning):
+    """A certificate written by an earlier noisysgd for a run it certified too small."""
+
+
+def _warn_if_refuted(certificate, where) -> None:
+    """Warn when ``certificate`` is one that earlier versions issued wrongly: add/remove
+    adjacency with fixed-partition or full batches, certified with sensitivity L on the
+    touched epochs while an added row moves every later batch (issue 24; the exact ε of a
+    linear instance is μ = 2√T/z against the certified √E/z)."""
+    run = (certificate or {}).get("run") if isinstance(certificate, dict) else None
+    if not isinstance(run, dict) or run.get("adjacency") != "add-remove":
+        return
+    from .run import ADD_REMOVE_BATCHINGS
+
+    batching = run.get("batching")
+    if batching in ADD_REMOVE_BATCHINGS:
+        return
+    import warnings
+
+    warnings.warn(
+        f"certificate: {str(where)!r} certifies add/remove adjacency with {batching!r} batches, which noisysgd "
+        f"{certificate.get('noisysgd_version', '< 0.2')} accounted too small (an added row moves every later "
+        "batch; issue 24): do not rely on its epsilon; retrain with adjacency='replace' or batching='poisson'",
+        InvalidCertificateWarning, stacklevel=3)
 
 
 def _spec_from_repr(text, where: str) -> dict:

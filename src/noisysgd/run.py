@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 __all__ = [
     "BATCHING_SCHEMES",
     "ADJACENCIES",
+    "ADD_REMOVE_BATCHINGS",
     "INITIALIZATIONS",
     "NOISE_CONVENTIONS",
     "Run",
@@ -50,8 +51,20 @@ PARTITION_BATCHINGS = ("shuffle", "shuffle-once", "cyclic")
 
 #: ``replace``: adjacent datasets differ in one example (gradient sensitivity
 #: 2L; what the papers use).  ``add-remove``: one dataset has one example more
-#: (sensitivity L; the default of Opacus and dp_accounting).
+#: (sensitivity L under ``poisson``; the default of Opacus and dp_accounting).
 ADJACENCIES = ("replace", "add-remove")
+
+#: The batchings that admit ``add-remove``: each step draws its batch afresh
+#: and independently of the others, so adding a row changes only the steps
+#: whose batch holds it (``poisson``: sensitivity L; ``sample``: 2L, the row
+#: displaces another one of its fixed-size batch).  Under the others a row
+#: added at position p moves every later batch of the epoch (``shuffle``,
+#: ``shuffle-once``, ``cyclic``: each step's sum moves by up to 2L, at every
+#: step, and ⌊n/b⌋ itself can change) or the divisor (``full``: n → n+1, and
+#: the noise on the mean with it); no analysis here covers that, so
+#: :class:`Run` refuses those pairs (issue 24; dp_accounting likewise refuses
+#: add/remove for sampling without replacement).  See docs/privacy.md.
+ADD_REMOVE_BATCHINGS = ("poisson", "sample")
 
 #: How the start point θ₀ is drawn, independently of the data.  ``fixed``: a
 #: fixed point of the constraint set (every analysis but ``chourasia``/``ryffel``
@@ -252,6 +265,8 @@ class Run:
         set_("convex", self.convex or m > 0)
         set_("diameter", _real("diameter", self.diameter, optional=True))
         set_("adjacency", _choice("adjacency", self.adjacency, ADJACENCIES))
+        if self.adjacency == "add-remove" and batching not in ADD_REMOVE_BATCHINGS:
+            raise ValueError(add_remove_refusal(batching))
         set_("initialization", _choice("initialization", self.initialization, INITIALIZATIONS))
 
     @classmethod
@@ -334,12 +349,13 @@ class Run:
     @property
     def sensitivity(self) -> float:
         """L2 sensitivity of one step's gradient *sum*: 2L under replace, L under
-        add-remove — except fixed-size ``sample`` batches, which keep 2L: a batch
-        of the larger dataset either misses the extra example (then it is
-        distributed as the smaller dataset's batch) or holds it with b − 1
-        others, coupled to the smaller dataset's batch of those b − 1 plus one
-        more uniform example — a replacement within the batch, with
-        probability b/(n+1) ≤ b/n."""
+        add-remove with ``poisson`` batches.  Fixed-size ``sample`` batches keep
+        2L under add-remove: a batch of the larger dataset either misses the
+        extra example (then it is distributed as the smaller dataset's batch)
+        or holds it with b − 1 others, coupled to the smaller dataset's batch
+        of those b − 1 plus one more uniform example — a replacement within the
+        batch, with probability b/(n+1) ≤ b/n.  The other batchings are refused
+        under add-remove (:data:`ADD_REMOVE_BATCHINGS`)."""
         if self.adjacency == "replace" or self.batching == "sample":
             return 2.0 * self.lipschitz
         return self.lipschitz
@@ -374,6 +390,15 @@ class Run:
         out["steps_per_epoch"] = self.steps_per_epoch
         out["epochs"] = self.epochs
         return out
+
+
+def add_remove_refusal(batching: str) -> str:
+    """The one message every entry point gives for add/remove with a batching
+    outside :data:`ADD_REMOVE_BATCHINGS`."""
+    what = "changes the divisor n (and the noise on the mean)" if batching == "full" else \
+        "moves every later batch of the epoch (each step's sum by up to 2L)"
+    return (f"adjacency='add-remove' needs batching='poisson' or 'sample'. Found batching={batching!r}: "
+            f"adding a row {what}, which no analysis covers. Use adjacency='replace', or batching='poisson'.")
 
 
 def _convention(convention: str) -> str:

@@ -591,12 +591,8 @@ class AltschulerTalwar(RDPAnalysis):
                     f"2b/(nM) = {limit:.6g} (Observation 3.3); found {eta:g}. Use batching='sample' "
                     "(fixed-size batches) or a smaller learning rate"
                 )
-        if run.adjacency == "add-remove" and run.batching in (*PARTITION_BATCHINGS, "full"):
-            return (
-                f"add/remove adjacency changes the partition into batches (or the denominator n) "
-                f"under {run.batching} batching, which this analysis does not cover; use "
-                "adjacency='replace'"
-            )
+        # add/remove with shuffle/cyclic/full never gets here: Run refuses it
+        # (run.ADD_REMOVE_BATCHINGS).
         return None
 
     # ------------------------------------------------------------ parameters
@@ -608,7 +604,7 @@ class AltschulerTalwar(RDPAnalysis):
         strongly = run.strong_convexity > 0 and run.batching in ("sample", "full")
         log_c = _log_contraction(eta, run.strong_convexity, run.smoothness) if strongly else 0.0
         # Sensitivity of the batch-gradient *sum* relative to L (Remark B.2).
-        # (add/remove for shuffle/cyclic/full is refused in why_not).
+        # (add/remove for shuffle/cyclic/full is refused by Run).
         factor = run.sensitivity / L
         out = dict(sigma=sigma, log_c=log_c, factor=factor, strongly=strongly)
         random = run.batching in ("poisson", "sample")

@@ -19,7 +19,12 @@ the differing example:
   following Altschuler & Talwar, who account their uniformly sampled batches
   with the same S_α(b/n, ·).  Under ``add-remove``, ``sample`` keeps the
   sensitivity 2L (adding an example to a fixed-size batch replaces another
-  one); only ``poisson`` gets L.  ``composition-pld`` composes dp_accounting's
+  one); only ``poisson`` gets L.  (``shuffle``, ``shuffle-once``, ``cyclic``
+  and ``full`` under ``add-remove`` are refused by :class:`~noisysgd.run.Run`:
+  an added row moves every later batch, so every step's sum moves by up to
+  2L — a linear instance attains μ = 2√T/z, √(steps per epoch) times the
+  replace-one composition; before issue 24 they were certified with L on the
+  touched epochs only.)  ``composition-pld`` composes dp_accounting's
   add and remove directions separately and takes the larger; for fixed-size
   batches an adversary could mix directions across steps (Lebeda et al. 2024,
   "pitfall 1").  Checked on small instances with dp_accounting (q ∈ {0.1,

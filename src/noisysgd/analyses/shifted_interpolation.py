@@ -264,12 +264,8 @@ class ShiftedInterpolation(GDPAnalysis):
                 "shifted-interpolation-sampled (flagged not sound: no checked statement of it); "
                 f"found batching={run.batching!r}"
             )
-        if run.adjacency != "replace":
-            return (
-                f"add/remove adjacency changes the partition into batches (or the denominator n) "
-                f"under {run.batching} batching, which this analysis does not cover; use "
-                "adjacency='replace'"
-            )
+        # add/remove with full, cyclic or shuffle-once batches never gets here: Run refuses it
+        # (run.ADD_REMOVE_BATCHINGS).
         if not run.strong_convexity > 0:
             return (
                 "needs strongly convex losses, m > 0 (--strong-convexity): the closed forms need "

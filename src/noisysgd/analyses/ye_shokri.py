@@ -501,12 +501,8 @@ class _Common(RDPAnalysis):
             return f"needs learning rate < {self.eta_limit_name} = {limit:.6g}; found {eta:g}"
         if run.batching not in self.batchings:
             return f"covers {', '.join(self.batchings)} batching; not {run.batching}"
-        if run.adjacency == "add-remove" and run.batching in (*PARTITION_BATCHINGS, "full"):
-            return (
-                f"add/remove adjacency changes the partition into batches (or the denominator n) "
-                f"under {run.batching} batching, which the theorems (replace-one) do not cover; use "
-                "adjacency='replace'"
-            )
+        # add/remove with shuffle-once/cyclic/full never gets here: Run refuses it
+        # (run.ADD_REMOVE_BATCHINGS); under `sample` it keeps the 2L sensitivity.
         return None
 
     def _rho(self, run: Run, alpha: np.ndarray) -> np.ndarray:

@@ -276,12 +276,12 @@ def at_1d_datasets(n: int, *, lipschitz: float = 1.0, variant: str = "opposed"):
 
 def at_1d_run(*, n: int, batch_size: int | None, batching: str, steps: int, learning_rate: float,
               noise_multiplier: float, diameter: float | None, lipschitz: float = 1.0,
-              smoothness: float | None = None) -> Run:
+              smoothness: float | None = None, adjacency: str = "replace") -> Run:
     """The run of the 1-D construction: convex (linear losses), diameter D,
     and a declared smoothness (default: the largest M with η ≤ 2/M, and for
     ``poisson`` with η ≤ 2b/(nM) — a linear loss is M-smooth for every M ≥ 0)."""
     probe = Run(n=n, batch_size=batch_size, batching=batching, steps=steps, learning_rate=learning_rate,
-                noise_multiplier=noise_multiplier, lipschitz=lipschitz)
+                noise_multiplier=noise_multiplier, lipschitz=lipschitz, adjacency=adjacency)
     if smoothness is None:
         eta = probe.max_learning_rate
         smoothness = 2.0 / eta
@@ -314,6 +314,13 @@ def audit_at_1d(
     ``threshold="tuned"`` the threshold and direction are chosen on
     ``calibration_runs`` (default ``runs``) other runs per dataset.
 
+    Under ``run.adjacency == "add-remove"`` (``poisson`` or ``sample``
+    batches, the ones :class:`~noisysgd.Run` admits) the pair is D′ = the n
+    examples of the ``"paper"`` variant (the last of slope −L) and D = D′
+    without its last example: the replicas on D run ``run`` with n − 1
+    examples and the same batch size, so that the other, zero-slope
+    examples' batches do not matter (``variant`` is not used).
+
     >>> import noisysgd
     >>> run = at_1d_run(n=10, batch_size=10, batching="full", steps=200, learning_rate=1.0,
     ...                 noise_multiplier=8.0, diameter=4.0)
@@ -325,10 +332,19 @@ def audit_at_1d(
     True
     """
     trainer = _trainer_run(run, trainer_run)
+    removal = run.adjacency == "add-remove"
+    if removal:
+        variant = "paper"
+        if run.n < 2 or run.batch_size > run.n - 1:
+            raise ValueError(f"run.batch_size must be at most n - 1 ({run.n - 1}) for an add/remove audit "
+                             f"(D has n - 1 examples). Found {run.batch_size}.")
     X, y, y_prime = at_1d_datasets(run.n, lipschitz=run.lipschitz, variant=variant)
     loss = Linear()
 
     def fit(which, R, rng, on_step):
+        if removal and which == "D":  # D = D' without its last example: the same run on n - 1 examples
+            return train_replicas(trainer.replace(n=run.n - 1), loss, X[:-1], y_prime[:-1], replicas=R,
+                                  feature_clip=1.0, random_state=rng, dtype=dtype, on_step=on_step)
         return train_replicas(trainer, loss, X, y if which == "D" else y_prime, replicas=R,
                               feature_clip=1.0, random_state=rng, dtype=dtype, on_step=on_step)
 
@@ -341,7 +357,13 @@ def audit_at_1d(
             f"all zero but the last (slope {y[-1]:g} on D, {y_prime[-1]:g} on D'), start 0"
         ),
         "variant": variant,
+        "adjacency": run.adjacency,
     }
+    if removal:
+        details["construction"] = (
+            "Altschuler & Talwar Theorem 4.1 / Appendix A.4, add/remove: 1-D linear losses on K = [-D/2, D/2]; "
+            f"D' = {run.n} examples, all of slope zero but the last (slope {y_prime[-1]:g}); D = D' without "
+            "it; start 0")
     if run.diameter is not None:
         details["burn_in_steps_T_bar"] = 0.75 * run.diameter * run.n / (run.lipschitz * run.max_learning_rate)
     return _audit("at-1d", run=run, trainer_run=trainer, fit=fit, score=score,

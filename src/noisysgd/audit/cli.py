@@ -40,6 +40,10 @@ examples:
   noisysgd audit --adversary at-1d --n 10 --batch-size 1 --batching sample --steps 200 \\
       --lr 1 --noise-multiplier 1 --diameter 4 --threshold 0 --variant paper --delta 1e-5
 
+  # add/remove: D' holds one more example (slope -L) than D; Poisson batches of expected size 2
+  noisysgd audit --adversary at-1d --adjacency add-remove --n 10 --batch-size 2 --batching poisson \
+      --steps 200 --lr 1 --noise-multiplier 1 --diameter 4 --runs 10000 --seed 0
+
   # a canary in scikit-learn's digits (binary logistic regression), as JSON
   noisysgd audit --adversary canary --n 200 --batching full --steps 100 \\
       --noise-multiplier 16 --feature-clip 3 --clip-norm 1 --diameter 4 --runs 2000 --json
@@ -106,6 +110,9 @@ def add_audit_parser(sub, formatter) -> None:
     g.add_argument("--noise-multiplier", type=float, help="z: noise std z*L/b on the mean gradient")
     g.add_argument("--diameter", type=float, help="D: the iterates are projected onto the ball of diameter D")
     g.add_argument("--no-diameter", action="store_true", help="no projection (canary only)")
+    g.add_argument("--adjacency", choices=("replace", "add-remove"), default="replace",
+                   help="replace (default); add-remove (at-1d only; poisson or sample batches): D = D' "
+                        "without its last example")
     a = p.add_argument_group("at-1d")
     a.add_argument("--lipschitz", type=float, help="L: slope of the differing loss and clip norm (default 1)")
     a.add_argument("--smoothness", type=float,
@@ -177,11 +184,16 @@ def _build(args):
         steps = get("steps")
     z = get("noise_multiplier")
     if adv == "at-1d":
+        if args.adjacency == "add-remove" and args.variant is not None:
+            raise ValueError("--variant applies to --adjacency replace only (add-remove removes the last example).")
         run = at_1d_run(n=n, batch_size=b, batching=batching, steps=steps, learning_rate=get("lr"),
                         noise_multiplier=z, diameter=diameter, lipschitz=get("lipschitz"),
-                        smoothness=args.smoothness)
+                        smoothness=args.smoothness, adjacency=args.adjacency)
         extra = dict(variant=get("variant"))
     else:
+        if args.adjacency != "replace":
+            raise ValueError("--adjacency add-remove applies to --adversary at-1d only (the canary pairs are "
+                             "replace-one).")
         if n > 1797:
             raise ValueError(f"n must be at most 1797 (the digits) for --adversary canary. Found {n}.")
         run = canary_run(n=n, batch_size=b, batching=batching, steps=steps, learning_rate=get("lr"),
@@ -232,7 +244,8 @@ def format_result(res) -> str:
     lines.append(
         f"run: n = {r.n}, batch size = {r.batch_size} ({r.batching}), {r.steps} steps, "
         f"z = {r.noise_multiplier:g}, L = {r.lipschitz:g}, lr = {r.max_learning_rate:g}, "
-        f"D = {'-' if r.diameter is None else format(r.diameter, 'g')}, lambda = {r.strong_convexity:g}"
+        f"D = {'-' if r.diameter is None else format(r.diameter, 'g')}, lambda = {r.strong_convexity:g}, "
+        f"{r.adjacency}"
     )
     if res.trainer_run != r:
         lines.append(f"TRAINER RUN DIFFERS FROM THE CERTIFIED RUN: z = {res.trainer_run.noise_multiplier:g}")

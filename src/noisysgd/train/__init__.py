@@ -9,7 +9,7 @@ bound); batch streams are in :mod:`.batching`.
 
 from .batching import batches, run_batches
 from .engine import RNGStreams, TrainResult, noisy_sgd_core, rng_streams, sgd, train
-from .leaks import PrivacyLeakWarning, check_declared_constants
+from .leaks import PrivacyLeakWarning, check_declared_constants, encode_labels
 from .losses import (
     BinaryLogistic,
     Huber,
@@ -40,4 +40,5 @@ __all__ = [
     "Huber",
     "PrivacyLeakWarning",
     "check_declared_constants",
+    "encode_labels",
 ]
