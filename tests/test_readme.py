@@ -84,7 +84,8 @@ def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
     if argv[1] == "predict" and "model/" in argv:  # the model the README's `noisysgd train` example writes
         _write_data(cwd / "data.csv")
         with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["train", str(cwd / "data.csv"), "--target", "label", "--epsilon", "1", "--delta", "1e-5",
+            assert main(["train", str(cwd / "data.csv"), "--target", "label", "--classes", "0,1", "--epsilon", "1",
+                         "--delta", "1e-5",
                          "--feature-clip", "2", "--holdout", "0.2", "--seed", "0", "--out", str(cwd / "model"),
                          "--quiet"]) == 0
     old, old_cols = os.getcwd(), os.environ.get("COLUMNS")

@@ -41,7 +41,7 @@ from .estimators import classification_loss
 from .io import atomic_directory, check_output_dir, check_output_file, load_table, write_json
 from .model import model_document
 from .run import BATCHING_SCHEMES
-from .train import Huber, Squared
+from .train import Huber, PrivacyLeakWarning, Squared, encode_labels
 from .train.checkpoint import delete_checkpoint
 from .trainer import fit_private
 
@@ -89,6 +89,10 @@ def add_train_parser(sub, parser_class, formatter) -> None:
     p.add_argument("--target", required=True, help="the column (or NPZ array) to predict")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
     p.add_argument("--task", choices=("classification", "regression"), default="classification")
+    p.add_argument("--classes", metavar="A,B,...",
+                   help="classification: the labels, declared publicly (the model's outputs; a row with another "
+                        "label is refused). Without it the labels are taken from the data, which the certificate "
+                        "does not cover (a warning says so)")
     p.add_argument("--loss", choices=("auto", "logistic", "softmax", "ovr", "huber", "squared"),
                    default="auto",
                    help="auto: logistic (2 classes), softmax (more), huber (regression)")
@@ -210,17 +214,32 @@ def _loss(args, y):
         return (Squared() if args.loss == "squared" else Huber(args.huber_delta)), y, None
     if args.loss in ("huber", "squared"):
         raise ValueError(f"loss must be logistic, softmax or ovr for classification. Found {args.loss!r}.")
-    classes, encoded = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(
-            f"target must hold at least two classes for classification. Found 1 class: {classes[0]!r}."
-        )
+    classes, encoded, args.classes_source = encode_labels(y, _declared_classes(args, y), name="--classes",
+                                                          stacklevel=2)
     if args.loss == "logistic" and classes.size > 2:
         raise ValueError(
             f"loss must be softmax or ovr for {classes.size} classes (logistic is binary). Found 'logistic'."
         )
     multi = "ovr" if args.loss == "ovr" else "softmax"
     return classification_loss(classes.size, multi), encoded, classes
+
+
+def _declared_classes(args, y):
+    """``--classes A,B,...`` as labels of ``y``'s kind (numbers for a numeric target), or None."""
+    text = getattr(args, "classes", None)
+    if text is None:
+        return None
+    if getattr(args, "task", "classification") == "regression":
+        raise ValueError(f"classes must not be given for --task regression. Found {text!r}.")
+    labels = [t.strip() for t in text.split(",")]
+    if any(not t for t in labels):
+        raise ValueError(f"classes must be a comma-separated list of labels. Found {text!r}.")
+    if y.dtype.kind in "fiub":
+        try:
+            return [float(t) for t in labels]
+        except ValueError:
+            raise ValueError(f"classes must be numbers for a numeric target. Found {text!r}.") from None
+    return labels
 
 
 def _learning_rate(text):
@@ -512,8 +531,12 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
             extra=None, feature_range=None, feature_range_kind=None, center=None, center_clip=None) -> int:
     """Write model.json, certificate.json and metrics.json into ``out`` at once, and report."""
     result = fit.result
+    if classes is not None:
+        fit.certificate["classes"] = {"source": args.classes_source, "classes": [c.item() if hasattr(c, "item")
+                                                                                 else c for c in classes]}
     model = model_document(
         task=args.task, loss=loss, target=target, feature_names=feature_names, classes=classes,
+        classes_source=getattr(args, "classes_source", None),
         feature_clip=args.feature_clip, coef=result.coef, version=fit.certificate["noisysgd_version"],
         feature_range=feature_range, feature_range_kind=feature_range_kind,
         intercept_scaling=result.intercept_scaling, center=center, center_clip=center_clip,
@@ -724,7 +747,12 @@ def _train_rank(rank, world, args, out) -> None:
         raise ValueError("data: the ranks' rows have different feature columns.")
     if args.task == "classification":
         all_labels = np.unique(np.concatenate([np.asarray(g["info"]["labels"]) for g in gathered]))
-        loss, _, classes = _loss(args, all_labels)  # checks on the classes of the whole data set
+        import warnings
+
+        with warnings.catch_warnings():
+            if rank != 0:  # one warning (if any) for the whole data set, from rank 0
+                warnings.simplefilter("ignore", PrivacyLeakWarning)
+            loss, _, classes = _loss(args, all_labels)  # checks on the classes of the whole data set
         y_enc = np.searchsorted(classes, y)
     else:
         loss, y_enc, classes = _loss(args, y)

@@ -26,7 +26,7 @@ import numpy as np
 from .io import atomic_directory, check_output_dir, load_table, write_json
 from .model import model_document
 from .run import BATCHING_SCHEMES
-from .train_cli import _float_or_auto, _learning_rate
+from .train_cli import _declared_classes, _float_or_auto, _learning_rate
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_grid"]
 
@@ -109,6 +109,9 @@ def add_tune_parser(sub, parser_class, formatter) -> None:
                    help="std of the noise on the count of correct validation predictions (default auto)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of the whole tuning (default 1)")
     p.add_argument("--delta", type=float, help="delta in (0, 1) (default min(1e-5, 1/(10 n)))")
+    p.add_argument("--classes", metavar="A,B,...",
+                   help="the labels, declared publicly (a row with another label is refused); without it they "
+                        "are taken from the data, which the certificate does not cover (a warning says so)")
     p.add_argument("--loss", choices=("auto", "softmax", "ovr"), default="auto",
                    help="multiclass loss (two classes: logistic)")
     p.add_argument("--epochs", type=int, default=100)
@@ -147,6 +150,7 @@ def cmd_tune(args) -> int:
         alpha=args.alpha, feature_clip=args.feature_clip, clip_norm=args.clip_norm,
         intercept_scaling=args.intercept_scaling,
         diameter=args.diameter, multi_class="ovr" if args.loss == "ovr" else "softmax",
+        classes=_declared_classes(args, table.y),
     )
     cv = NoisySGDClassifierCV(
         grid, estimator=base, epsilon=args.epsilon, delta=args.delta, selection=args.selection,
@@ -165,6 +169,7 @@ def cmd_tune(args) -> int:
         task="classification", loss=fit.result.loss, target=table.target, feature_names=table.feature_names,
         classes=cv.classes_, feature_clip=fit.result.feature_clip, coef=fit.result.coef,
         version=fit.certificate["noisysgd_version"], intercept_scaling=fit.result.intercept_scaling,
+        classes_source=cv.privacy_report_["classes"]["source"],
     )
     metrics = {
         "epsilon": cv.epsilon_,

@@ -688,16 +688,16 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "estimator.center must be None or 'auto' for tuning: the tuner trains every candidate on "
                 f"the rows as they are (it does not center them privately). Found {base_params['center']!r}.")
-        valid = set(base_params) - {"center"}
+        valid = set(base_params) - {"center", "classes"}
         for cand in grid:
             unknown = sorted(set(cand) - valid)
             if unknown:
                 raise ValueError(f"param_grid names unknown NoisySGDClassifier parameters: {unknown}.")
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)
-        classes, encoded = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(f"y must contain at least two classes. Found 1 class: {classes[0]!r}.")
+        from .train.leaks import encode_labels
+
+        classes, encoded, classes_source = encode_labels(y, base_params.get("classes"), name="estimator.classes")
         n = X.shape[0]
         n_val = max(1, int(round(frac * n)))
         n_train = n - n_val
@@ -763,6 +763,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         self.privacy_report_ = self._report(grid, runs, zs, sigma, reports, per_run, parts, score_part,
                                             extra, eps, delta, selection, mean, eta, K, n, n_val,
                                             target, scale, analyses)
+        self.privacy_report_["classes"] = {"source": classes_source, "classes": classes.tolist()}
         if best is None:
             self.best_fit_ = None
             raise NoRunsDrawn(
