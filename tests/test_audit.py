@@ -590,6 +590,19 @@ def test_add_remove_audit_catches_a_trainer_with_10x_less_noise():
     assert not honest.violation
 
 
+def test_exact_law_of_the_add_remove_pair_stays_below_its_certificate():
+    """The exact law of ω_T on D (without the extra example) and D' (with it), add/remove,
+    Poisson: it is the paper variant's pair, and its exact ε is below the certificate
+    (composition, sensitivity L)."""
+    run = _at("poisson", 2, 1.0, adjacency="add-remove")
+    p, q = at_1d_law(run, dataset="D", cells=2000), at_1d_law(run, dataset="D'", cells=2000)
+    paper = run.replace(adjacency="replace")
+    np.testing.assert_array_equal(p.masses, at_1d_law(paper, dataset="D", variant="paper", cells=2000).masses)
+    exact = privacy_epsilon(p, q, 1e-5)
+    certified = noisysgd.epsilon(run, delta=1e-5).epsilon
+    assert 0.5 < exact < certified
+
+
 def test_audit_validates_before_running():
     run = _at("full", 10, 4.0)
     with pytest.raises(ValueError, match="delta must be"):

@@ -132,7 +132,7 @@ GRID = [
          lipschitz=1.0, strong_convexity=lam, smoothness=1.0, adjacency=adj)
     # add-remove only where Run admits it (poisson, sample: issue 24)
     for bat, cases in (("poisson", _CASES[:2]), ("sample", _CASES[1:]), ("shuffle", _CASES[::2]),
-                       ("cyclic", _CASES[::2]), ("full", _CASES[2:]))
+                       ("shuffle-once", _CASES[:1]), ("cyclic", _CASES[::2]), ("full", _CASES[2:]))
     for ep, z, lam, adj in cases
 ]
 # Coarse lattices keep this fast; the limit is a lower bound for any lattice size.

@@ -121,6 +121,12 @@ def _check_run(run: Run) -> None:
 def at_1d_law(run: Run, *, dataset: str = "D", variant: str = "opposed", cells: int = 4000) -> Law1D:
     """The law of ω_T for the 1-D construction under ``run`` (module docstring).
 
+    Under ``run.adjacency == "add-remove"`` the pair is the add/remove audit's
+    (:func:`~noisysgd.audit.adversaries.audit_at_1d`): D′ holds the example of
+    slope −L, D is D′ without it — whose law is that of the ``"paper"``
+    variant's D (slope 0: under ``poisson`` and ``sample`` the other,
+    zero-slope examples' batches do not move ω), so ``variant`` is not used.
+
     >>> from noisysgd.audit.adversaries import at_1d_run
     >>> run = at_1d_run(n=10, batch_size=10, batching="full", steps=50, learning_rate=1.0,
     ...                 noise_multiplier=8.0, diameter=4.0)
@@ -134,6 +140,8 @@ def at_1d_law(run: Run, *, dataset: str = "D", variant: str = "opposed", cells: 
     if isinstance(cells, bool) or not isinstance(cells, (int, np.integer)) or cells < 16:
         raise ValueError(f"cells must be an integer >= 16. Found {cells!r}.")
     M = int(cells)
+    if run.adjacency == "add-remove":
+        variant = "paper"
     _, y, y_prime = at_1d_datasets(run.n, lipschitz=run.lipschitz, variant=variant)
     slope = float((y if dataset == "D" else y_prime)[-1])
     slope = float(np.clip(slope, -run.lipschitz, run.lipschitz))
