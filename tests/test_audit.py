@@ -747,7 +747,8 @@ def test_false_alarm_budget():
             + 1        # batch laws
             + 3        # replicas vs engine in law
             + 4        # exact 1-D law
-            + len(AUDITS) + 1 + 1)  # audits, canary, the honest twin of the broken trainer
+            + len(AUDITS) + 1 + 1  # audits, canary, the honest twin of the broken trainer
+            + 1)       # the honest twin of the broken add/remove trainer
     slow_ = 7 + 1 + 1  # full-scale audits, Theorem 4.1 regime, canary
-    assert fast == 17 and (fast + slow_) * ALPHA < 1e-3
+    assert fast == 20 and (fast + slow_) * ALPHA < 1e-3
     assert len(set(RANDOM_CHECKS)) <= fast + slow_  # (those run so far in this session)
