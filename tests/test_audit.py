@@ -634,7 +634,7 @@ def test_exact_law_basics():
 
 
 def _main(argv):
-    """noisysgd.cli.main (the audit sub-command is registered in cli.py)."""
+    """noisysgd.cli.main (the audit sub-command lives in noisysgd/cli/audit.py)."""
     from noisysgd import cli
 
     return cli.main(argv)

@@ -14,7 +14,8 @@ import pytest
 
 import noisysgd
 from noisysgd import Run
-from noisysgd.cli import _OneLineWarnings, main
+from noisysgd.cli import main
+from noisysgd.cli.common import OneLineWarnings
 from noisysgd.text import table
 
 HEAVY = ("scipy", "sklearn", "dp_accounting", "matplotlib", "torch", "pandas")
@@ -57,7 +58,7 @@ def test_public_names_resolve_lazily():
 
 
 def test_warnings_are_one_line_once(capsys):
-    with _OneLineWarnings():
+    with OneLineWarnings():
         for value in (1.5, 2.5, 3.25, 1e-7):
             warnings.warn(f"the optimal order {value} is at the edge\nof the grid", UserWarning)
         warnings.warn("something else", UserWarning)
@@ -199,3 +200,19 @@ def test_an_explicit_schedule_fixes_the_steps():
     run = Run(n=100, batch_size=10, batching="sample", learning_rate=[0.1, 0.2, 0.3], lipschitz=1.0)
     assert run.steps == 3 and run.epochs == pytest.approx(0.3)
     assert math.isclose(run.max_learning_rate, 0.3)
+
+
+def test_one_module_per_subcommand_and_the_listing_agrees():
+    """`noisysgd X` lives in noisysgd/cli/X.py, whose HELP is the line `noisysgd --help` shows
+    (the listing repeats them so that it imports no subcommand module)."""
+    import importlib
+    from pathlib import Path
+
+    import noisysgd.cli as cli
+
+    root = Path(cli.__file__).parent
+    for name, line in cli.COMMANDS.items():
+        module = importlib.import_module(f"noisysgd.cli.{name}")
+        assert (root / f"{name}.py").exists() and module.HELP == line, name
+        assert callable(module.add_parser)
+    assert not list(Path(cli.__file__).parents[1].glob("*_cli.py"))

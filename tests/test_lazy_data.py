@@ -68,7 +68,7 @@ def test_all_finite_checks_every_block(monkeypatch):
 def test_ranks_keep_their_shard_memory_mapped(tmp_path, arrays):
     """`noisysgd train --workers K` / torchrun: a rank holding one shard (or its block of one
     file) keeps X memory-mapped, so the engine reads a batch of rows at a time."""
-    from noisysgd.train_cli import _read_rank_rows
+    from noisysgd.cli.train_workers import _read_rank_rows
 
     X, y = arrays
     np.savez(tmp_path / "all.npz", X=X, y=y)
@@ -175,7 +175,7 @@ def test_cli_trains_the_same_model_from_parquet_and_csv(tmp_path, arrays):
 
 
 def test_ranks_read_their_parquet_shards(tmp_path, arrays):
-    from noisysgd.train_cli import _read_rank_rows
+    from noisysgd.cli.train_workers import _read_rank_rows
 
     X, y = arrays
     shards = tmp_path / "shards"
@@ -190,13 +190,13 @@ def test_ranks_read_their_parquet_shards(tmp_path, arrays):
 
 
 def test_single_process_cli_hints_at_workers_for_big_mapped_data(tmp_path, arrays, monkeypatch, capsys):
-    import noisysgd.train_cli as tc
+    import noisysgd.cli.train as tc
     from noisysgd.cli import main
 
     X, y = arrays
     np.savez(tmp_path / "a.npz", X=X, y=y)
     monkeypatch.setattr(tc, "_LAZY_HINT_BYTES", 1)
-    assert main(["train", str(tmp_path / "a.npz"), "--target", "y", "--epsilon", "2", "--seed", "0", "--quiet",
-                 "--center", "none", "--out", str(tmp_path / "o")]) == 0
+    assert main(["train", str(tmp_path / "a.npz"), "--target", "y", "--classes", "0,1", "--epsilon", "2", "--seed",
+                 "0", "--quiet", "--center", "none", "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "add --workers 1 to read it a batch at a time" in err and len(err.strip().splitlines()) == 1

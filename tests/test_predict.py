@@ -199,7 +199,7 @@ def test_train_cli_holdout(iris_files, tmp_path, capsys):
     hold-out accuracy is the released model's accuracy on exactly those rows."""
     import argparse
 
-    from noisysgd.train_cli import _split_holdout
+    from noisysgd.cli.train import _split_holdout
 
     d, X, labels = iris_files
     out = tmp_path / "h"

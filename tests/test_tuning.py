@@ -441,7 +441,7 @@ def test_cli_writes_all_outputs(cancer, tmp_path):
 
 
 def test_cli_bad_grid_is_one_value_error(tmp_path):
-    from noisysgd.tune_cli import parse_grid
+    from noisysgd.cli.tune import parse_grid
 
     with pytest.raises(ValueError, match="grid parameter must be one of"):
         parse_grid(["epsilon=1,2"])

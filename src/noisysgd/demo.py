@@ -18,7 +18,6 @@ of (a); test accuracy of the three).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 from . import __version__
 from .io import atomic_directory, write_json
 from .planning import plan
-from .plots import plan_figure, require_matplotlib
+from .plots import plan_figure
 
 __all__ = ["CONFIG", "run_demo", "write_report", "table"]
 
@@ -242,44 +241,3 @@ def write_report(result: dict, out) -> Path:
         _accuracy_plot(result, tmp / "accuracy.png")
         (tmp / "report.md").write_text(_markdown(result), encoding="utf-8")
     return Path(out)
-
-
-def cmd_demo(args) -> int:
-    from .io import check_output_dir
-
-    check_output_dir(args.out, replace_marker=MARKER)
-    require_matplotlib()
-    result = run_demo(epsilon=args.epsilon, delta=args.delta, seed=args.seed)
-    out = write_report(result, args.out)
-    if args.json:
-        data = {k: v for k, v in result.items() if k not in ("plan", "certificates")}
-        data["out"] = str(out)
-        print(json.dumps(data, indent=2, allow_nan=False))
-        return 0
-    print(f"noisysgd demo: digits, (epsilon, delta) = ({args.epsilon:g}, {args.delta:g}), "
-          f"{CONFIG['epochs']} epochs of {CONFIG['batching']} batches of {CONFIG['batch_size']}")
-    print()
-    print(table(result))
-    print()
-    a, b = result["rows"][0], result["rows"][1]
-    print(f"Same algorithm and hyperparameters: certifying only the final model needs "
-          f"{b['noise_multiplier'] / a['noise_multiplier']:.1f}x less noise than composition.")
-    print(f"report: {out}/report.md ({result['seconds']:.1f} s)")
-    return 0
-
-
-def add_demo_parser(sub, formatter) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="train the same private model certified by hidden state and by composition (digits)",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
-        formatter_class=formatter,
-        epilog="example:\n  noisysgd demo --epsilon 1 --delta 1e-5 --out noisysgd-demo\n",
-    )
-    p.add_argument("--epsilon", type=float, default=1.0, help="target epsilon (default 1)")
-    p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    p.add_argument("--seed", type=int, default=0, help="split and training seed (default 0)")
-    p.add_argument("--out", default="noisysgd-demo", metavar="DIR",
-                   help="report directory (default ./noisysgd-demo; an earlier demo report is replaced)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(handler=cmd_demo)

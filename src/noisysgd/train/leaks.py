@@ -93,13 +93,13 @@ def encode_labels(y, classes=None, *, name: str = "classes", stacklevel: int = 3
     y = np.asarray(y)
     if classes is None:
         found = np.unique(y)
+        if found.size < 2:
+            raise ValueError(f"y must contain at least two classes to train a classifier. Found 1 class: "
+                             f"{found[0].item() if hasattr(found[0], 'item') else found[0]!r}.")
         warnings.warn(
             f"{name} not given: the {found.size} classes were taken from the data, which the certificate "
             f"does not cover (a row whose label no other row has changes the model's outputs); declare "
             f"them ({name}=...)", PrivacyLeakWarning, stacklevel=stacklevel)
-        if found.size < 2:
-            raise ValueError(f"y must contain at least two classes to train a classifier. Found 1 class: "
-                             f"{found[0]!r}.")
         return found, np.searchsorted(found, y), LABELS_FROM_DATA
     if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
         raise ValueError(f"{name} must be a list of at least two labels or None. Found {classes!r}.")

@@ -1,9 +1,7 @@
 """``noisysgd audit``: an empirical lower bound on ε beside the certified ε.
 
-Registered in :mod:`noisysgd.cli` by::
-
-    from .audit.cli import add_audit_parser
-    add_audit_parser(sub, argparse.RawDescriptionHelpFormatter)
+The audits themselves are :mod:`noisysgd.audit`; this module reads the flags,
+runs one and prints it.
 
 Exit status: 0 when the audit ran and found nothing wrong, 3 when its lower
 bound exceeds the certified ε (a failed audit), 2 with one line on stderr for
@@ -18,8 +16,9 @@ import math
 import sys
 
 from ..run import BATCHING_SCHEMES
+from .common import RAW
 
-__all__ = ["add_audit_parser", "cmd_audit", "VIOLATION_STATUS"]
+__all__ = ["add_parser", "cmd_audit", "VIOLATION_STATUS"]
 
 #: Exit status of an audit whose lower bound exceeds the certified ε.
 VIOLATION_STATUS = 3
@@ -78,14 +77,17 @@ def _threshold(text: str):
     return value
 
 
-def add_audit_parser(sub, formatter) -> None:
+HELP = "empirical privacy audit: a lower bound on epsilon from many runs, beside the certified one"
+
+
+def add_parser(sub) -> None:
     """Add the ``audit`` sub-command to ``sub`` (an argparse sub-parsers action)."""
     from ..analyses import ANALYSES
     from ..accountant import BEST
 
     p = sub.add_parser(
         "audit",
-        help="empirical privacy audit: a lower bound on epsilon from many runs, beside the certified one",
+        help=HELP,
         description=(
             "Run the trainer many times on two adjacent datasets (Altschuler & Talwar's 1-D lower-bound "
             "construction, or a canary in scikit-learn's digits), apply a distinguishing test fixed in "
@@ -95,7 +97,7 @@ def add_audit_parser(sub, formatter) -> None:
             "the certified epsilon."
         ),
         epilog=_EXAMPLES,
-        formatter_class=formatter,
+        formatter_class=RAW,
     )
     p.add_argument("--adversary", required=True, choices=("at-1d", "canary"),
                    help="at-1d: Altschuler & Talwar's 1-D construction; canary: a canary in digits")
@@ -148,7 +150,7 @@ def _positive_int(flag: str, value, minimum: int = 1) -> int:
 def _build(args):
     """(adversary, run, audit keyword arguments) from parsed flags."""
     from ..run import Run
-    from .adversaries import at_1d_run, canary_run
+    from ..audit.adversaries import at_1d_run, canary_run
 
     adv = args.adversary
     d = _DEFAULTS[adv]
@@ -208,7 +210,7 @@ def _build(args):
 
 def cmd_audit(args) -> int:
     """Handler of ``noisysgd audit`` (raises ValueError for bad input)."""
-    from .adversaries import audit_at_1d, audit_canary
+    from ..audit.adversaries import audit_at_1d, audit_canary
 
     adv, run, kwargs = _build(args)
     progress = not args.quiet and sys.stderr.isatty()

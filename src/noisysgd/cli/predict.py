@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import check_output_file, load_table
-from .model import load_model
+from ..io import check_output_file, load_table
+from ..model import load_model
+from .common import RAW
 
-__all__ = ["add_predict_parser", "cmd_predict"]
+__all__ = ["add_parser", "cmd_predict"]
 
 EXAMPLES = """\
 examples:
@@ -35,14 +36,17 @@ examples:
 """
 
 
-def add_predict_parser(sub, parser_class, formatter) -> None:
+HELP = "predictions of a model written by train/tune on a CSV/NPZ/Parquet file"
+
+
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "predict",
-        help="predictions of a model written by noisysgd train/tune on a CSV/NPZ/Parquet file",
+        help=HELP,
         description=("Read a model written by `noisysgd train` or `noisysgd tune`, predict every row of DATA "
                      "and write the predictions as CSV to --out (written all at once)."),
         epilog=EXAMPLES,
-        formatter_class=formatter,
+        formatter_class=RAW,
     )
     p.add_argument("model", metavar="MODEL", help="the output directory of noisysgd train/tune, or its model.json")
     p.add_argument("data", metavar="DATA", help="a .csv (with a header row), .npz or .parquet file")

@@ -37,15 +37,16 @@ import time
 
 import numpy as np
 
-from .estimators import classification_loss
-from .io import atomic_directory, check_output_dir, check_output_file, load_table, write_json
-from .model import model_document
-from .run import BATCHING_SCHEMES
-from .train import Huber, PrivacyLeakWarning, Squared, encode_labels
-from .train.checkpoint import delete_checkpoint
-from .trainer import fit_private
+from ..estimators import classification_loss
+from ..io import atomic_directory, check_output_dir, check_output_file, load_table, write_json
+from ..model import model_document
+from ..run import BATCHING_SCHEMES
+from ..train import Huber, Squared, encode_labels
+from ..train.checkpoint import delete_checkpoint
+from ..trainer import fit_private
+from .common import RAW
 
-__all__ = ["add_train_parser", "cmd_train"]
+__all__ = ["add_parser", "cmd_train"]
 
 EXAMPLES = """\
 examples:
@@ -71,17 +72,20 @@ examples:
 """
 
 
-def add_train_parser(sub, parser_class, formatter) -> None:
+HELP = "train a private linear model on a CSV/NPZ/Parquet file; write model, certificate, metrics"
+
+
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "train",
-        help="train a private linear model on a CSV/NPZ/Parquet file; write model, certificate, metrics",
+        help=HELP,
         description=(
             "Calibrate the noise of Noisy-SGD to a privacy target under the best sound analysis, train "
             "exactly that run on DATA, and write model.json, certificate.json and metrics.json into "
             "--out (a new or empty directory, written all at once: a failed run leaves nothing)."
         ),
         epilog=EXAMPLES,
-        formatter_class=formatter,
+        formatter_class=RAW,
     )
     p.add_argument("data", metavar="DATA",
                    help="a .csv (with a header row), .npz or .parquet file; with --workers or torchrun "
@@ -214,14 +218,21 @@ def _loss(args, y):
         return (Squared() if args.loss == "squared" else Huber(args.huber_delta)), y, None
     if args.loss in ("huber", "squared"):
         raise ValueError(f"loss must be logistic, softmax or ovr for classification. Found {args.loss!r}.")
-    classes, encoded, args.classes_source = encode_labels(y, _declared_classes(args, y), name="--classes",
-                                                          stacklevel=2)
+    declared = _declared_classes(args, y)
+    if declared is None and np.unique(y).size < 2:
+        raise ValueError(f"target must hold at least two classes for classification. Found 1 class: "
+                         f"{_plain_label(np.unique(y)[0])!r}.")
+    classes, encoded, args.classes_source = encode_labels(y, declared, name="--classes", stacklevel=2)
     if args.loss == "logistic" and classes.size > 2:
         raise ValueError(
             f"loss must be softmax or ovr for {classes.size} classes (logistic is binary). Found 'logistic'."
         )
     multi = "ovr" if args.loss == "ovr" else "softmax"
     return classification_loss(classes.size, multi), encoded, classes
+
+
+def _plain_label(value):
+    return value.item() if hasattr(value, "item") else value
 
 
 def _declared_classes(args, y):
@@ -273,10 +284,10 @@ _float_or_auto = _or_auto(float, "a number")
 
 def _feature_range(args, X, epsilon, n: int):
     """(ranges, query details or None, epsilon and delta left for training) for --feature-range."""
-    from .preprocessing import private_ranges_within
-    from .rdp import validate_delta
-    from .run import _real
-    from .trainer import default_delta
+    from ..preprocessing import private_ranges_within
+    from ..rdp import validate_delta
+    from ..run import _real
+    from ..trainer import default_delta
 
     text = args.feature_range.strip()
     if text == "private":
@@ -301,7 +312,7 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
     """epochs, batch_size, batching and alpha for ``fit_private``: the flags as given, and
     those left at "auto" chosen as the estimators choose them (public quantities only:
     :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
-    from .config import configure
+    from ..config import configure
 
     # the flags' own checks first (the messages name them), then the choice of the rest
     delta = args.delta if delta is None else delta
@@ -325,8 +336,8 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
 
 def _check_schedule_flags(args, epsilon, delta) -> None:
     """The schedule flags' own checks (the messages name them)."""
-    from .rdp import validate_delta
-    from .run import _integer, _real
+    from ..rdp import validate_delta
+    from ..run import _integer, _real
 
     for name in ("epochs", "batch_size"):
         if getattr(args, name) != "auto":
@@ -367,12 +378,12 @@ def _quality(task, pred, y, classes) -> float:
 def _check_flags(args) -> None:
     """The checkpoint and secure-mode flags, before anything is read; resolves
     ``--intercept-scaling auto`` (R/4 for classification, as the estimator; 1 for regression)."""
-    from .run import _real
+    from ..run import _real
 
     _real("feature_clip", args.feature_clip)
     args.intercept_auto = args.intercept_scaling == "auto"
     if args.intercept_auto:
-        from .estimators import auto_intercept_scaling
+        from ..estimators import auto_intercept_scaling
 
         args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
     _real("intercept_scaling", args.intercept_scaling)
@@ -398,16 +409,21 @@ def _check_flags(args) -> None:
 
 
 def cmd_train(args) -> int:
-    env = _torchrun_env()
+    from .train_workers import cmd_train_distributed, torchrun_env
+
+    env = torchrun_env()
     if args.workers is not None or env is not None:
-        return _cmd_train_distributed(args, env)
+        return cmd_train_distributed(args, env)
     out = check_output_dir(args.out)  # before reading or computing anything
     _check_flags(args)
     table = load_table(args.data, target=args.target)
-    loss, y, classes = _loss(args, table.y)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as labels_warning:  # issued once training ran (one error line)
+        warnings.simplefilter("always")
+        loss, y, classes = _loss(args, table.y)
     X = table.X
     if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES:
-        import warnings
 
         warnings.warn(f"data: X is memory-mapped ({X.nbytes / 2**30:.1f} GiB) but the single-process engine "
                       "copies it into memory; add --workers 1 to read it a batch at a time", UserWarning,
@@ -422,12 +438,10 @@ def cmd_train(args) -> int:
     _check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
     _learning_rate(args.lr)
     frange, query, delta = None, None, args.delta
-    import warnings
-
     with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once training ran
         warnings.simplefilter("always")
         if args.feature_range is not None:
-            from .preprocessing import scale_to_ball
+            from ..preprocessing import scale_to_ball
 
             frange, query, epsilon, delta = _feature_range(args, X, epsilon, n)
             X = scale_to_ball(X, frange, args.feature_clip)
@@ -453,7 +467,7 @@ def cmd_train(args) -> int:
         composed_with=query,
     )
     seconds = time.perf_counter() - start
-    for w in deferred:
+    for w in [*labels_warning, *deferred]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     result = fit.result
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
@@ -471,7 +485,7 @@ def cmd_train(args) -> int:
         }
     fit.certificate["config"] = config
     if query is not None:
-        from .preprocessing import compose_range_query
+        from ..preprocessing import compose_range_query
 
         eps_total, delta_total = compose_range_query(fit.certificate, fit.epsilon, fit.report.delta,
                                                      fit.run.adjacency, query, report=fit.report)
@@ -492,7 +506,7 @@ def _recorded(args):
     """The preprocessing query recorded in the checkpoint --resume continues (its answer is reused)."""
     if not getattr(args, "resume", False):
         return None
-    from .preprocessing import recorded_query
+    from ..preprocessing import recorded_query
 
     return recorded_query(args.checkpoint)
 
@@ -502,10 +516,10 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     (:func:`noisysgd.preprocessing.private_center_within`, as the estimators); R_c becomes
     ``args.feature_clip`` (and s = R_c/4 under --intercept-scaling auto).  Returns (center or
     None, X, holdout, the combined query, epsilon and delta left for training)."""
-    from .preprocessing import center_rows, combine_queries, private_center_within
-    from .rdp import validate_delta
-    from .run import _real
-    from .trainer import default_delta
+    from ..preprocessing import center_rows, combine_queries, private_center_within
+    from ..rdp import validate_delta
+    from ..run import _real
+    from ..trainer import default_delta
 
     if epsilon is None:
         raise ValueError("--center private spends a share of --epsilon; it cannot be combined with "
@@ -520,7 +534,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
         if holdout is not None:
             holdout = (center_rows(holdout[0], center, args.feature_clip), holdout[1])
         if args.intercept_auto:
-            from .estimators import auto_intercept_scaling
+            from ..estimators import auto_intercept_scaling
 
             args.intercept_scaling = auto_intercept_scaling(clip, args.task)
         args.feature_clip = clip
@@ -575,7 +589,7 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
     if ledger and ledger["resumed_at_step"] is not None:
         print(f"resumed from the checkpoint at step {ledger['resumed_at_step']} (sessions: "
               + ", ".join(f"{a}-{b}" for a, b in ledger["sessions"]) + "); the noise was not calibrated again")
-    from .text import fill
+    from ..text import fill
 
     print(fill(f"privacy: {fit.certificate['certificate']['guarantee']}"))
     print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
@@ -604,211 +618,3 @@ def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, 
     if args.checkpoint is not None:
         print(f"deleted the checkpoint {args.checkpoint} (it held secret training state)")
     return 0
-
-
-# --------------------------------------------------------------------------- data-parallel
-
-
-def _torchrun_env():
-    """(rank, world size) when started by torchrun (or any launcher setting RANK and
-    WORLD_SIZE for torch.distributed's env:// rendezvous), else None."""
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        return None
-    missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
-    if missing:
-        raise ValueError(f"RANK and WORLD_SIZE are set (torchrun?) but {', '.join(missing)} is not: start the "
-                         "job with torchrun, or unset RANK and WORLD_SIZE.")
-    try:
-        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    except ValueError:
-        raise ValueError(f"RANK and WORLD_SIZE must be integers. Found RANK={os.environ['RANK']!r}, "
-                         f"WORLD_SIZE={os.environ['WORLD_SIZE']!r}.") from None
-
-
-def _cmd_train_distributed(args, env) -> int:
-    if env is not None and args.workers is not None:
-        raise ValueError("--workers cannot be combined with torchrun (RANK and WORLD_SIZE are set): torchrun "
-                         "already starts one process per rank; leave --workers out.")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be a whole number >= 1. Found {args.workers}.")
-    if not args.timeout > 0:
-        raise ValueError(f"--timeout must be a positive number of seconds. Found {args.timeout}.")
-    if getattr(args, "feature_range", None) is not None:
-        raise ValueError("--feature-range is not available for data-parallel training (--workers, torchrun) yet: "
-                         "scale the shards beforehand with bounds you know.")
-    if getattr(args, "center", "auto") == "private":
-        raise ValueError("--center private is not available for data-parallel training (--workers, torchrun) yet "
-                         "(--center auto trains on the rows as they are there).")
-    if args.holdout is not None:
-        raise ValueError("--holdout is not available for data-parallel training (--workers, torchrun): "
-                         "split the data into training and hold-out files, and score with noisysgd predict.")
-    if args.backend == "nccl" and env is None:
-        raise ValueError("--backend nccl needs torchrun (one GPU per process); --workers uses gloo.")
-    _check_flags(args)
-    if env is None:
-        out = check_output_dir(args.out)  # before starting anything
-        from .train.distributed import launch_local
-        from .train.shards import assign_shards, list_shards
-
-        if os.path.isdir(args.data):  # refuse too few shards here, before spawning anything
-            assign_shards(list_shards(args.data), args.workers)
-
-        codes = launch_local(_workers_rank, args.workers, (args, str(out)), timeout=args.timeout,
-                             prog="noisysgd train", refusals_from_rank0=True)
-        if all(c == 0 for c in codes):
-            return 0
-        if 2 in codes:
-            return 2  # the refusal was printed by rank 0
-        print(f"noisysgd train: error: the job stopped (exit codes of ranks 0..{len(codes) - 1}: {codes}); "
-              "no output was written", file=sys.stderr)
-        return 1
-    rank, world = env
-    import datetime
-
-    import torch.distributed as dist
-
-    from .train.distributed import DistributedError
-
-    out = check_output_dir(args.out) if rank == 0 else args.out
-    dist.init_process_group(args.backend, init_method="env://",
-                            timeout=datetime.timedelta(seconds=args.timeout))
-    try:
-        _train_rank(rank, world, args, str(out))
-    except DistributedError as err:
-        print(f"noisysgd train: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 1
-    finally:
-        try:
-            dist.destroy_process_group()
-        except Exception:  # noqa: BLE001 - a dead peer may make the teardown fail too
-            pass
-    return 0
-
-
-def _workers_rank(rank, world, args, out):  # one of the --workers processes (spawned)
-    _train_rank(rank, world, args, out)
-
-
-def _read_rank_rows(path, target, rank, world):
-    """This rank's (X, y, global offset of its first row, n, feature names, source)."""
-    from pathlib import Path
-
-    from .train.shards import assign_shards, list_shards
-
-    p = Path(path)
-    if p.is_dir():
-        shards = list_shards(p)
-        mine = assign_shards(shards, world)[rank]
-        tables = []
-        for shard in mine:
-            table = load_table(shard.path, target=target)
-            if table.X.shape[0] != shard.rows:
-                raise ValueError(f"data: shard {shard.path!r} holds {table.X.shape[0]} rows, its header said "
-                                 f"{shard.rows}.")
-            if tables and table.feature_names != tables[0].feature_names:
-                raise ValueError(f"data: shard {shard.path!r} has other feature columns than {mine[0].path!r}.")
-            tables.append(table)
-        # one shard per rank keeps a memory-mapped X as it is (read a batch at a time);
-        # several are joined in memory
-        X = tables[0].X if len(tables) == 1 else np.concatenate([t.X for t in tables])
-        y = tables[0].y if len(tables) == 1 else np.concatenate([t.y for t in tables])
-        n = sum(s.rows for s in shards)
-        return X, y, mine[0].start, n, tables[0].feature_names, f"{path} ({len(shards)} shards)"
-    table = load_table(path, target=target)  # one file: every rank reads it and keeps its block of rows
-    n = table.X.shape[0]
-    lo, hi = rank * n // world, (rank + 1) * n // world
-    if hi == lo:
-        raise ValueError(f"data: {n} examples for {world} workers; every worker needs at least one row.")
-    return table.X[lo:hi], table.y[lo:hi], lo, n, table.feature_names, table.path
-
-
-def _train_rank(rank, world, args, out) -> None:
-    """One rank of a data-parallel `noisysgd train`: read its rows, agree with the others on
-    the labels and columns, calibrate (the same on every rank), train, and (rank 0) write."""
-    import functools
-
-    import torch.distributed as dist
-
-    info, error = None, None
-    try:
-        X, y, offset, n, names, source = _read_rank_rows(args.data, args.target, rank, world)
-        labels = None
-        if args.task == "classification":
-            labels = np.unique(y).tolist()
-        info = {"names": names, "n": n, "labels": labels}
-    except ValueError as err:
-        error = str(err)
-    gathered = [None] * world
-    dist.all_gather_object(gathered, {"error": error, "info": info})
-    for r, g in enumerate(gathered):
-        if g["error"] is not None:
-            raise ValueError(g["error"] if r == rank or r == 0 else f"rank {r}: {g['error']}")
-    if any(g["info"]["names"] != gathered[0]["info"]["names"] for g in gathered):
-        raise ValueError("data: the ranks' rows have different feature columns.")
-    if args.task == "classification":
-        all_labels = np.unique(np.concatenate([np.asarray(g["info"]["labels"]) for g in gathered]))
-        import warnings
-
-        with warnings.catch_warnings():
-            if rank != 0:  # one warning (if any) for the whole data set, from rank 0
-                warnings.simplefilter("ignore", PrivacyLeakWarning)
-            loss, _, classes = _loss(args, all_labels)  # checks on the classes of the whole data set
-        y_enc = np.searchsorted(classes, y)
-    else:
-        loss, y_enc, classes = _loss(args, y)
-    epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon)  # the same on every rank
-    device = "cpu"
-    if args.backend == "nccl":
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-    trainer = functools.partial(_shard_trainer, rows=offset, device=device)
-    start = time.perf_counter()
-    fit = fit_private(
-        X, y_enc, loss, **schedule,
-        feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
-        epsilon_target=epsilon, delta=args.delta,
-        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
-        clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
-        adjacency=args.adjacency, initialization=args.initialization,
-        analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
-        secure_mode=args.secure_mode, n_rows=n, trainer=trainer,
-        # the checkpoint is rank 0's alone (its file system): it writes it and, on --resume, reads
-        # the calibration from it; the other ranks calibrate again (deterministic: the same noise,
-        # or train_distributed refuses the job because the runs differ)
-        checkpoint=args.checkpoint if rank == 0 else None,
-        checkpoint_every=args.checkpoint_every if rank == 0 else None,
-        resume=args.resume and rank == 0, keep_checkpoint=rank == 0 and args.checkpoint is not None,
-    )
-    seconds = time.perf_counter() - start
-    local = 0.0
-    for lo in range(0, X.shape[0], 1 << 16):  # a block of rows at a time: X may be memory-mapped
-        pred, yb = fit.result.predict(X[lo:lo + (1 << 16)]), y_enc[lo:lo + (1 << 16)]
-        if args.task == "regression":
-            local += float(np.sum((pred - yb) ** 2))
-        else:
-            local += float(np.sum((pred == (2 * yb - 1)) if classes.size == 2 else (pred == yb)))
-    sums = [None] * world
-    dist.all_gather_object(sums, local)
-    if rank != 0:
-        return
-    fit.certificate["config"] = config
-    total = float(sum(sums))
-    quality = ({"train_rmse": float(np.sqrt(total / n))} if args.task == "regression"
-               else {"train_accuracy": total / n})
-    _finish(args, out, loss=loss, classes=classes, target=args.target, feature_names=names, source=source,
-            n=n, fit=fit, quality=quality, seconds=seconds,
-            extra={"workers": world, "backend": "torch.distributed " + args.backend})
-
-
-def _shard_trainer(run, loss, X, y, *, rows, device, feature_clip, target_bound, random_state, dtype,
-                   analyses, record, callback, secure_mode, checkpoint, checkpoint_every, resume,
-                   keep_checkpoint, checkpoint_context, intercept_scaling=1.0):
-    """fit_private's trainer on this rank's shard (train()'s signature; no record, no progress)."""
-    from .train.distributed import train_distributed
-
-    return train_distributed(run, loss, X, y, rows=rows, feature_clip=feature_clip, target_bound=target_bound,
-                             intercept_scaling=intercept_scaling,
-                             random_state=random_state, dtype=dtype, analyses=analyses,
-                             secure_mode=secure_mode, device=device, checkpoint=checkpoint,
-                             checkpoint_every=checkpoint_every, resume=resume,
-                             keep_checkpoint=keep_checkpoint, checkpoint_context=checkpoint_context)

@@ -23,12 +23,13 @@ import time
 
 import numpy as np
 
-from .io import atomic_directory, check_output_dir, load_table, write_json
-from .model import model_document
-from .run import BATCHING_SCHEMES
-from .train_cli import _declared_classes, _float_or_auto, _learning_rate
+from ..io import atomic_directory, check_output_dir, load_table, write_json
+from ..model import model_document
+from ..run import BATCHING_SCHEMES
+from .train import _declared_classes, _float_or_auto, _learning_rate
+from .common import RAW
 
-__all__ = ["add_tune_parser", "cmd_tune", "parse_grid"]
+__all__ = ["add_parser", "cmd_tune", "parse_grid"]
 
 EXAMPLES = """\
 examples:
@@ -81,10 +82,13 @@ def parse_grid(items) -> dict:
     return grid
 
 
-def add_tune_parser(sub, parser_class, formatter) -> None:
+HELP = "private hyperparameter selection; the certificate covers the whole tuning"
+
+
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "tune",
-        help="private hyperparameter selection; the certificate covers the whole tuning",
+        help=HELP,
         description=(
             "Tune a private linear classifier on DATA with a private selection rule whose cost is "
             "accounted: a random number of runs, each a random --grid point trained on a random split "
@@ -93,7 +97,7 @@ def add_tune_parser(sub, parser_class, formatter) -> None:
             "certificate.json and metrics.json into --out (new or empty; all at once or nothing)."
         ),
         epilog=EXAMPLES,
-        formatter_class=formatter,
+        formatter_class=RAW,
     )
     p.add_argument("data", metavar="DATA", help="a .csv (with a header row), .npz or .parquet file")
     p.add_argument("--target", required=True, help="the column (or NPZ array) to predict")
@@ -139,8 +143,8 @@ def _score_noise(text):
 
 
 def cmd_tune(args) -> int:
-    from .estimators import NoisySGDClassifier
-    from .tuning import NoisySGDClassifierCV, NoRunsDrawn
+    from ..estimators import NoisySGDClassifier
+    from ..tuning import NoisySGDClassifierCV, NoRunsDrawn
 
     out = check_output_dir(args.out)  # before reading or computing anything
     grid = parse_grid(args.grid)
