@@ -100,8 +100,6 @@ def _run_line(run, *, with_z: bool = True) -> str:
 
 def epsilon_summary(report, *, width: int | None = None) -> str:
     """What ``noisysgd epsilon`` prints for ``report`` (an :class:`~noisysgd.EpsilonReport`)."""
-    from .accountant import COMBINED
-
     width = width or terminal_width()
     run = report.run
     out = [f"delta = {report.delta:g}, adjacency = {run.adjacency}, conversion = {report.conversion}",
@@ -121,7 +119,7 @@ def epsilon_summary(report, *, width: int | None = None) -> str:
     if report.combined is not None:
         comb = report.combined
         rows.append([
-            COMBINED, "yes", "yes" if comb.sound else "NO", fmt(comb.epsilon),
+            comb.analysis, "yes", "yes" if comb.sound else "NO", fmt(comb.epsilon),
             fmt(comb.order, 3) if comb.order is not None else "-",
             "smallest RDP of the above at each order"
             + (f" ({comb.details['at_optimal_order']['analysis']} at the optimal order)"
