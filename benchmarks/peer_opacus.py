@@ -41,7 +41,7 @@ def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed):
     from opacus import PrivacyEngine
 
     import noisysgd
-    from noisysgd.trainer import default_delta
+    from noisysgd.private_fit import default_delta
 
     torch.manual_seed(seed)
     n = len(Xtr)

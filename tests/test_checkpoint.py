@@ -38,7 +38,7 @@ from noisysgd.train.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from noisysgd.trainer import fit_private
+from noisysgd.private_fit import Bounds, Execution, Privacy, Schedule, fit_private
 
 
 class Interrupted(Exception):
@@ -469,25 +469,27 @@ def _blobs(n=600, seed=0):
 
 def test_fit_private_resumes_without_calibrating_again(tmp_path, monkeypatch):
     X, y = _blobs()
-    kw = dict(epochs=12, batch_size=50, batching="cyclic", feature_clip=4.0, epsilon_target=1.0, delta=1e-5,
-              l2=0.01, random_state=3)
-    reference = fit_private(X, y, BinaryLogistic(), **kw)
+    schedule = Schedule(epochs=12, batch_size=50, batching="cyclic", l2=0.01)
+    bounds, privacy = Bounds(feature_clip=4.0), Privacy(epsilon=1.0, delta=1e-5)
+    reference = fit_private(X, y, BinaryLogistic(), schedule, bounds, privacy, Execution(random_state=3))
     path = tmp_path / "fit.ckpt"
+    resume = Execution(random_state=3, checkpoint=path, resume=True)
     with monkeypatch.context() as m:
         interrupt_after(m, 70)
         with pytest.raises(Interrupted):
-            fit_private(X, y, BinaryLogistic(), checkpoint=path, **kw)
+            fit_private(X, y, BinaryLogistic(), schedule, bounds, privacy, Execution(random_state=3, checkpoint=path))
     with pytest.raises(CheckpointError, match=r"context.epsilon_target: 1.0 in the checkpoint, 2.0 now"):
-        fit_private(X, y, BinaryLogistic(), checkpoint=path, resume=True, **{**kw, "epsilon_target": 2.0})
+        fit_private(X, y, BinaryLogistic(), schedule, bounds, Privacy(epsilon=2.0, delta=1e-5), resume)
     with pytest.raises(CheckpointError, match=r"run.steps: 144 in the checkpoint, 240 now"):
-        fit_private(X, y, BinaryLogistic(), checkpoint=path, resume=True, **{**kw, "epochs": 20})
-    import noisysgd.trainer as trainer
+        fit_private(X, y, BinaryLogistic(), Schedule(epochs=20, batch_size=50, batching="cyclic", l2=0.01),
+                    bounds, privacy, resume)
+    import noisysgd.private_fit as private_fit
 
     def no_calibration(*args, **kwargs):
         raise AssertionError("a resumed fit must not calibrate again")
 
-    monkeypatch.setattr(trainer, "calibrate", no_calibration)
-    resumed = fit_private(X, y, BinaryLogistic(), checkpoint=path, resume=True, **kw)
+    monkeypatch.setattr(private_fit, "calibrate", no_calibration)
+    resumed = fit_private(X, y, BinaryLogistic(), schedule, bounds, privacy, resume)
     np.testing.assert_array_equal(resumed.result.coef, reference.result.coef)
     assert resumed.noise_multiplier == reference.noise_multiplier
     cert, ref = json.loads(json.dumps(resumed.certificate)), json.loads(json.dumps(reference.certificate))

@@ -15,7 +15,7 @@ import noisysgd
 from noisysgd import NoisySGDClassifier, NoisySGDRegressor
 from noisysgd.estimators import EXPECTED_FAILED_CHECKS, CompositionFallbackWarning
 from noisysgd.train import PrivacyLeakWarning
-from noisysgd.trainer import DeltaWarning, default_delta
+from noisysgd.private_fit import DeltaWarning, default_delta
 
 
 def _expected(estimator):
@@ -23,7 +23,7 @@ def _expected(estimator):
             if ("classifier" in k) == isinstance(estimator, NoisySGDClassifier)}
 
 
-@pytest.mark.filterwarnings("ignore::noisysgd.trainer.DeltaWarning")
+@pytest.mark.filterwarnings("ignore::noisysgd.private_fit.DeltaWarning")
 @pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
 @parametrize_with_checks([NoisySGDClassifier(random_state=0), NoisySGDRegressor(random_state=0)],
                          expected_failed_checks=_expected)
@@ -31,7 +31,7 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-@pytest.mark.filterwarnings("ignore::noisysgd.trainer.DeltaWarning")
+@pytest.mark.filterwarnings("ignore::noisysgd.private_fit.DeltaWarning")
 @pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
 def test_the_skipped_accuracy_checks_fail_only_for_the_privacy_noise():
     check_classifiers_train("NoisySGDClassifier", NoisySGDClassifier(epsilon=1e4, random_state=0))
@@ -338,7 +338,7 @@ def test_feature_range_scales_with_public_bounds_and_matches_the_pipeline():
     Z = scale_to_ball(X, (low, high), 2.0)
     assert np.max(np.linalg.norm(Z, axis=1)) < 2.0  # strictly inside: never clipped again
     np.testing.assert_allclose(Z[:, 1], (X[:, 1] / 8 - 1) * 2 / math.sqrt(7))
-    params = dict(epsilon=1.0, delta=1e-5, feature_clip=2.0, epochs=20, batch_size=100, alpha=0.01,
+    params = dict(epsilon=1.0, delta=1e-5, feature_clip=2.0, epochs=20, batch_size=100, alpha=0.01, classes=[0, 1],
                   random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)  # public bounds are no leak

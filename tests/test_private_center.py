@@ -264,7 +264,7 @@ def test_the_fallback_warning_compares_with_the_alternative_composed_as_the_run_
     import re
 
     from noisysgd.config import CompositionFallbackWarning
-    from noisysgd.trainer import _calibrate_composed
+    from noisysgd.accountant import calibrate_composed
 
     X, y = _digits()
     with pytest.warns(CompositionFallbackWarning) as caught:
@@ -275,6 +275,6 @@ def test_the_fallback_warning_compares_with_the_alternative_composed_as_the_run_
     pre = clf.privacy_report_["preprocessing"]
     alt = clf.run_.replace(batching="cyclic", noise_multiplier=1.0)
     share = noisysgd.calibrate(alt, epsilon=1.0 - pre["epsilon"], delta=clf.fit_.report.delta)
-    composed = _calibrate_composed(alt, share, pre, "best")
+    composed = calibrate_composed(alt, share, pre, "best")
     assert composed.noise_multiplier < share.noise_multiplier / 1.02  # the composed total needs less noise
     assert z_alt == pytest.approx(composed.noise_multiplier, rel=2e-2)

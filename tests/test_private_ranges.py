@@ -93,10 +93,10 @@ def test_the_estimator_certifies_the_model_and_the_ranges_together():
     share = noisysgd.calibrate(clf.run_, epsilon=1.8, delta=9e-7).noise_multiplier
     assert clf.noise_multiplier_ < share / 1.05
     # and it is the smallest such noise (to the calibration's tolerance)
-    from noisysgd.trainer import _composed_epsilon
+    from noisysgd.accountant import composed_epsilon
 
     below = noisysgd.epsilon(clf.run_.replace(noise_multiplier=clf.noise_multiplier_ / 1.001), delta=9e-7)
-    assert _composed_epsilon(below, pre) > 2.0
+    assert composed_epsilon(below, pre) > 2.0
     assert rep["calibration"]["composed_with_query"]["target_epsilon_total"] == pytest.approx(2.0)
     assert "private feature ranges" in rep["certificate"]["guarantee"]
     assert clf.predict(X[:5]).shape == (5,)
@@ -124,14 +124,14 @@ def _improved_conversion(orders, rdp, delta):
 def test_rdp_composition_with_the_query(analysis):
     """A training bound given as an RDP curve composes with the query by adding its Gaussian RDP
     a*mu_q^2/2 order by order; the total is never above basic composition, never below either part."""
-    from noisysgd.preprocessing import compose_range_query
+    from noisysgd.accountant import compose_query
 
     run = noisysgd.Run.from_epochs(epochs=20, n=5000, batch_size=250, batching="cyclic", learning_rate=0.5,
                                    noise_multiplier=8.0, lipschitz=1.5, smoothness=1.1, strong_convexity=0.1)
     report = noisysgd.epsilon(run, delta=9e-7, analyses=analysis)
     query = {"mu": 0.05, "epsilon": gdp_epsilon(0.05, 1e-7), "delta": 1e-7}
     cert = {"certificate": {"guarantee": "training"}}
-    eps, delta = compose_range_query(cert, report.epsilon, report.delta, "replace", query, report=report)
+    eps, delta = compose_query(cert, report.epsilon, report.delta, "replace", query, report=report)
     r = report.results[analysis[0]]
     by_hand = _improved_conversion(r.orders, np.asarray(r.rdp) + np.asarray(r.orders) * 0.05 ** 2 / 2, 1e-6)
     assert delta == pytest.approx(1e-6)

@@ -32,7 +32,7 @@ from noisysgd.train.checkpoint import read_checkpoint
 from noisysgd.train.engine import _thresholds
 from noisysgd.train.losses import _augment, _row_norms
 from noisysgd.train.secure import SecureRandom
-from noisysgd.trainer import fit_private
+from noisysgd.private_fit import Bounds, Execution, Privacy, Schedule, fit_private
 
 LEVEL = 1e-6
 
@@ -157,8 +157,9 @@ def test_two_secure_runs_differ_and_a_seed_is_refused_everywhere(tmp_path, capsy
     with pytest.raises(ValueError, match="secure_mode must be True or False"):
         train(run, BinaryLogistic(), X, y, feature_clip=2.0, secure_mode="yes")
     with pytest.raises(ValueError, match=message):
-        fit_private(X, y, BinaryLogistic(), epochs=2, batch_size=20, batching="cyclic", feature_clip=2.0,
-                    noise_multiplier=1.0, secure_mode=True, random_state=1)
+        fit_private(X, y, BinaryLogistic(), Schedule(epochs=2, batch_size=20, batching="cyclic"),
+                    Bounds(feature_clip=2.0), Privacy(noise_multiplier=1.0),
+                    Execution(secure_mode=True, random_state=1))
     with pytest.raises(ValueError, match="The 'random_state' parameter .* None with secure_mode=True"):
         NoisySGDClassifier(secure_mode=True, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="The 'secure_mode' parameter"):

@@ -390,7 +390,7 @@ def test_bad_input_is_refused_naming_it(cancer, kwargs, match):
 
 
 def test_large_delta_warns(cancer):
-    from noisysgd.trainer import DeltaWarning
+    from noisysgd.private_fit import DeltaWarning
 
     X, y = cancer
     with pytest.warns(DeltaWarning, match="not below 1/n"):

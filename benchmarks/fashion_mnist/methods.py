@@ -6,7 +6,7 @@ images, of norm 2.2 to 23 after /255, are all scaled to norm 1, i.e.
 normalised per example), and fits the same linear model (weights and a bias
 per class, 10 classes).
 
-* ``hidden``: :func:`noisysgd.trainer.fit_private` with ``analyses="best"``
+* ``hidden``: :func:`noisysgd.private_fit.fit_private` with ``analyses="best"``
   (the best *sound* bound, which for these runs is a hidden-state analysis —
   the certificate says which).
 * ``composition``: the same call with ``analyses=["composition",
@@ -38,7 +38,7 @@ import numpy as np
 
 import noisysgd
 from noisysgd.train import OneVsRestLogistic, Softmax, sgd, train
-from noisysgd.trainer import fit_private
+from noisysgd.private_fit import Bounds, Execution, Privacy, Schedule, fit_private
 
 FEATURE_CLIP = 1.0
 N_CLASSES = 10
@@ -63,17 +63,19 @@ def accuracy(predict, X, y) -> float:
 
 
 def _noisysgd_common(cfg):
-    return dict(epochs=cfg["epochs"], batch_size=cfg["batch_size"], batching=cfg["batching"],
-                feature_clip=FEATURE_CLIP, learning_rate=learning_rate(cfg), l2=cfg.get("l2", 0.0),
-                clip_norm=cfg.get("clip"))
+    """(schedule, bounds) of a grid configuration."""
+    return (Schedule(epochs=cfg["epochs"], batch_size=cfg["batch_size"], batching=cfg["batching"],
+                     learning_rate=learning_rate(cfg), l2=cfg.get("l2", 0.0)),
+            Bounds(feature_clip=FEATURE_CLIP, clip_norm=cfg.get("clip")))
 
 
 def train_noisysgd(X, y, cfg, *, method, epsilon, delta, seed):
     """hidden / composition: calibrate, train, certify (``fit_private``)."""
     analyses = "best" if method == "hidden" else ["composition", "composition-pld"]
     t0 = time.perf_counter()
-    fit = fit_private(X, y, make_loss(cfg), epsilon_target=epsilon, delta=delta, analyses=analyses,
-                      random_state=seed, dtype=np.float32, **_noisysgd_common(cfg))
+    fit = fit_private(X, y, make_loss(cfg), *_noisysgd_common(cfg),
+                      Privacy(epsilon=epsilon, delta=delta, analyses=analyses),
+                      Execution(random_state=seed, dtype=np.float32))
     wall = time.perf_counter() - t0
     best = fit.report.best
     info = {

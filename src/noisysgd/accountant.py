@@ -45,6 +45,9 @@ __all__ = [
     "epsilon",
     "calibrate",
     "max_epochs",
+    "compose_query",
+    "composed_epsilon",
+    "calibrate_composed",
 ]
 
 #: The pseudo-analysis name for "every analysis, and the tightest sound bound".
@@ -562,3 +565,126 @@ def max_epochs(
         else:
             hi = mid
     return EpochBudget(lo, target, d)
+
+
+# ------------------------------------------------------------- runs composed with preprocessing queries
+#
+# A private preprocessing query (the feature ranges, the mean: noisysgd.preprocessing) is a Gaussian
+# mechanism answered on the same data before training.  The release is the model *and* the query's
+# answer; these three functions certify it and calibrate the training for the composed total.
+
+
+def compose_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,
+                        query: dict, report=None) -> tuple[float, float]:
+    """Make ``certificate`` (a training certificate, changed in place) cover the model *and*
+    the private preprocessing it was trained with (ranges, centering, or both:
+    :func:`noisysgd.preprocessing.combine_queries`).  Returns the total (ε, δ), at δ = δ_train + δ_query.
+
+    Always available: (ε, δ) add up — basic composition, which holds for adaptively chosen
+    mechanisms (Dwork & Roth 2014, Theorem 3.16 and §3.5).  With the training's
+    :class:`~noisysgd.EpsilonReport` (``report``), the query — a Gaussian mechanism, μ_q-GDP
+    (``query["mu"]``) — is also composed into every sound training bound that has a finer
+    form, and the smallest ε wins (each is a valid bound at the same δ):
+
+    * a μ-GDP bound: √(μ² + μ_q²)-GDP (Dong, Roth & Su 2022, Corollary 3.3, adaptive), converted
+      exactly (:func:`noisysgd.gdp.gdp_epsilon`);
+    * an RDP curve ε(α): ε(α) + α·μ_q²/2 (the Gaussian's RDP; Mironov 2017, Proposition 1 for
+      adaptive composition), converted as the accountant converts.
+
+    Both compositions are adaptive: the training run, for any fixed ranges, meets its bound on
+    every pair of adjacent data sets (scaling each example by given ranges, or subtracting a
+    given center, changes each example alone, so adjacent data sets stay adjacent)."""
+    eps_basic, delta = eps_train + query["epsilon"], delta_train + query["delta"]
+    eps, method = eps_basic, "basic composition (Dwork & Roth 2014, Theorem 3.16, adaptive)"
+    mu_q = query.get("mu")
+    if report is not None and mu_q is not None:
+        from .gdp import gdp_epsilon
+
+        candidates = [r for r in report.results.values() if r.applies and r.sound and r.epsilon is not None]
+        if report.combined is not None and report.combined.rdp is not None:
+            candidates.append(report.combined)
+        for r in candidates:
+            try:
+                if r.mu is not None:
+                    e = gdp_epsilon(math.hypot(r.mu, mu_q), delta)
+                    how = (f"GDP composition of {r.analysis} (mu {r.mu:.6g}) and the query "
+                           "(Dong, Roth & Su 2022, Cor. 3.3)")
+                elif r.rdp is not None and r.orders is not None:
+                    alpha = np.asarray(r.orders, dtype=float)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # an order at the grid's edge: still a valid bound
+                        e = epsilon_from_rdp(alpha, np.asarray(r.rdp, dtype=float) + alpha * mu_q * mu_q / 2,
+                                             delta, conversion=r.conversion or "improved").epsilon
+                    how = f"RDP composition of {r.analysis} and the query (Mironov 2017, Prop. 1)"
+                else:
+                    continue
+            except (ValueError, ArithmeticError):
+                continue
+            if math.isfinite(e) and e < eps:
+                eps, method = float(e), how
+    certificate["preprocessing"] = dict(query)
+    what = " and ".join(w for k, w in (("feature_range", "its private feature ranges"),
+                                        ("center", "its private centering")) if k in query) or "its preprocessing"
+    composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and {what}, {adjacency} "
+                f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
+                f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
+                f"({eps_train:.6g}, {delta_train:.3g}) by {method}")
+    cert = certificate.get("certificate")
+    if isinstance(cert, dict):
+        cert["training_guarantee"] = cert.get("guarantee")
+        cert["guarantee"] = composed
+    certificate["epsilon_total"], certificate["delta_total"] = eps, delta
+    certificate["epsilon_total_basic"] = eps_basic
+    certificate["composition"] = method
+    return eps, delta
+
+
+def composed_epsilon(report: EpsilonReport, query: dict) -> float:
+    """The total ε of ``report``'s training run composed with the Gaussian ``query``
+    (:func:`compose_query`, on a scratch certificate)."""
+    if report.best is None:
+        return math.inf
+    return compose_query({}, report.epsilon, report.delta, report.run.adjacency, query, report=report)[0]
+
+
+def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Calibration:
+    """From ``cal`` (training calibrated to its share, basic composition), the smallest noise
+    multiplier (to ``cal.rel_tol``) whose composition with ``query`` meets the total target.
+
+    The answer lies between the training calibrated *alone* to the whole target (no composed
+    bound can be below its training part's own bound at the same δ: √(μ² + μ_q²) ≥ μ, an added
+    RDP term ≥ 0, and basic composition adds ε_q) and ``cal``'s noise; bisection in log z
+    (each composed ε is non-increasing in z).  The returned z was evaluated and met the total."""
+    total, delta_total = cal.target_epsilon + query["epsilon"], cal.delta + query["delta"]
+    hi, hi_report = cal.noise_multiplier, cal.report
+    evaluations = cal.evaluations
+
+    def at(z):
+        nonlocal evaluations
+        evaluations += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = epsilon(run.replace(noise_multiplier=z), delta=cal.delta, analyses=analyses)
+        return r, composed_epsilon(r, query)
+
+    if composed_epsilon(hi_report, query) > total * (1 + 1e-12):  # cannot happen (basic composition)
+        return cal
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = calibrate(run, epsilon=total, delta=delta_total, analyses=analyses, rel_tol=cal.rel_tol)
+    evaluations += alone.evaluations
+    lo = alone.noise_multiplier / (1 + cal.rel_tol)
+    if lo >= hi:
+        return cal
+    r, e = at(lo)
+    if e <= total:  # (only if the bounds are not monotone): take it, it was evaluated and meets
+        hi, hi_report, lo = lo, r, None
+    while lo is not None and hi / lo > 1 + cal.rel_tol:
+        mid = math.sqrt(hi * lo)
+        r, e = at(mid)
+        if e <= total:
+            hi, hi_report = mid, r
+        else:
+            lo = mid
+    final = epsilon(run.replace(noise_multiplier=hi), delta=cal.delta, analyses=analyses)  # warnings as usual
+    return Calibration(hi, cal.target_epsilon, cal.delta, final, cal.rel_tol, evaluations + 1)

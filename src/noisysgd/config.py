@@ -325,7 +325,7 @@ def configure(p: dict, loss, n: int, d: int, target_bound) -> dict:
     clip_norm, diameter, adjacency) in place, from public quantities only (:func:`auto_config`),
     for ``n`` rows of ``d`` features; returns the certificate's "config" entry.  The estimators,
     ``noisysgd train`` and ``NoisySGDClassifierCV`` all choose through it."""
-    from .trainer import default_delta as _default_delta
+    from .private_fit import default_delta as _default_delta
 
     names = ("batching", "batch_size", "epochs", "alpha")
     auto = [k for k in names if p[k] == "auto"]

@@ -85,9 +85,9 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
     actually = comp_all.epsilon
     query = comp.privacy_report_.get("preprocessing")
     if query is not None and actually is not None:  # the model with the mean its rows were centered on
-        from .preprocessing import compose_range_query
+        from .accountant import compose_query
 
-        actually = compose_range_query({}, comp_all.epsilon, comp_all.delta, comp_all.run.adjacency, query,
+        actually = compose_query({}, comp_all.epsilon, comp_all.delta, comp_all.run.adjacency, query,
                                        report=comp_all)[0]
     rows = [
         {"method": "(a) Noisy-SGD, noise for the best sound bound (final model only)",

@@ -67,7 +67,7 @@ from .preprocessing import (_check_feature_range, _warn_about_private_preprocess
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
-from .trainer import _learning_rate, default_delta as _default_delta, fit_private
+from .private_fit import Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta, fit_private
 
 __all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", "classification_loss",
            "CompositionFallbackWarning"]
@@ -262,15 +262,16 @@ class _NoisySGDBase(BaseEstimator):
         if b is not None and p["batching"] != "full":
             b = min(b, n)  # fewer examples than a batch: one batch of all of them
         fit = fit_private(
-            X, y, loss, epochs=p["epochs"], batch_size=b, batching=p["batching"],
-            feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
-            epsilon_target=p["epsilon"], delta=p["delta"],
-            noise_multiplier=p["noise_multiplier"], learning_rate=p["learning_rate"], l2=p["alpha"],
-            clip_norm=p["clip_norm"], diameter=p["diameter"], target_bound=target_bound,
-            adjacency=p["adjacency"], initialization=p["initialization"], analyses=self.analysis,
-            random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
-            checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
-            resume=self.checkpoint is not None, keep_checkpoint=False, composed_with=query,
+            X, y, loss,
+            Schedule(epochs=p["epochs"], batch_size=b, batching=p["batching"], learning_rate=p["learning_rate"],
+                     l2=p["alpha"], initialization=p["initialization"]),
+            Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
+                   clip_norm=p["clip_norm"], diameter=p["diameter"], target_bound=target_bound),
+            Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
+                    adjacency=p["adjacency"], analyses=self.analysis, query=query),
+            Execution(random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
+                      checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
+                      resume=self.checkpoint is not None, keep_checkpoint=False),
         )
         for w in deferred:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -354,10 +355,10 @@ class _NoisySGDBase(BaseEstimator):
 
     def _compose_range_query(self, fit, query):
         """The release is the model *and* the ranges (they shape it): the certificate covers
-        both (:func:`noisysgd.preprocessing.compose_range_query`)."""
-        from .preprocessing import compose_range_query
+        both (:func:`noisysgd.accountant.compose_query`)."""
+        from .accountant import compose_query
 
-        self.epsilon_, self.delta_ = compose_range_query(self.privacy_report_, fit.epsilon, fit.report.delta,
+        self.epsilon_, self.delta_ = compose_query(self.privacy_report_, fit.epsilon, fit.report.delta,
                                                          fit.run.adjacency, query, report=fit.report)
 
     def _warn_if_composition(self, fit, p, loss, target_bound, query=None):
@@ -365,7 +366,7 @@ class _NoisySGDBase(BaseEstimator):
         composition bound because every hidden-state analysis refused the run,
         naming the choice that lost them and the noise factor it costs (each alternative
         calibrated as the run was: to the total composed with the preprocessing ``query``)."""
-        from .trainer import _calibrate_composed
+        from .accountant import calibrate_composed
 
         report = fit.report
         best = report.best
@@ -403,7 +404,7 @@ class _NoisySGDBase(BaseEstimator):
                     cal = calibrate(alt, epsilon=p["epsilon"], delta=report.delta, analyses=self.analysis,
                                     rel_tol=1e-2)
                     if query is not None:
-                        cal = _calibrate_composed(alt, cal, query, self.analysis)
+                        cal = calibrate_composed(alt, cal, query, self.analysis)
             except ValueError:
                 continue
             if cal.report.best is None or cal.report.best.analysis in BASELINES:

@@ -4,7 +4,7 @@ centering on a private mean, and a warning for scalers fitted on the private dat
 :func:`private_center` (the classifier's default ``center="auto"``) subtracts a
 Gaussian-mechanism mean of the clipped rows and clips the centered rows to an R_c
 estimated from it; :func:`private_feature_ranges` (``feature_range="private"``)
-estimates per-feature ranges.  Both are μ-GDP queries; :func:`compose_range_query`
+estimates per-feature ranges.  Both are μ-GDP queries; :func:`noisysgd.accountant.compose_query`
 composes them with the training bound into the certificate.
 
 The estimators clip every feature vector to norm ``feature_clip`` R.  Raw
@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .train import PrivacyLeakWarning
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "warn_if_private_preprocessing", "private_feature_ranges",
-           "exponent_histogram", "compose_range_query", "private_ranges_within", "PRIVATE_RANGE_SHARE",
+           "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
            "clip_rows", "center_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
 
@@ -322,7 +322,7 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
     (μ = :func:`noisysgd.gdp.gdp_mu` of (``epsilon``, ``delta``)) at δ_q =
     :data:`CENTER_DELTA_SHARE`·δ.  Returns (center, R_c, query details with its own (ε_q, δ_q),
     epsilon and delta left for training under basic composition — the trainer then calibrates
-    to the composed total, :func:`compose_range_query`).  Noise and ``recorded`` as
+    to the composed total, :func:`noisysgd.accountant.compose_query`).  Noise and ``recorded`` as
     :func:`private_ranges_within`."""
     from .gdp import gdp_epsilon, gdp_mu
 
@@ -361,72 +361,6 @@ def combine_queries(queries: list) -> dict | None:
                epsilon=float(sum(q["epsilon"] for q in queries)), delta=float(sum(q["delta"] for q in queries)),
                citation="Dong, Roth & Su 2022, Corollary 3.3 (GDP composition)", parts=list(queries))
     return out
-
-
-def compose_range_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,
-                        query: dict, report=None) -> tuple[float, float]:
-    """Make ``certificate`` (a training certificate, changed in place) cover the model *and*
-    the private preprocessing it was trained with (ranges, centering, or both:
-    :func:`combine_queries`).  Returns the total (ε, δ), at δ = δ_train + δ_query.
-
-    Always available: (ε, δ) add up — basic composition, which holds for adaptively chosen
-    mechanisms (Dwork & Roth 2014, Theorem 3.16 and §3.5).  With the training's
-    :class:`~noisysgd.EpsilonReport` (``report``), the query — a Gaussian mechanism, μ_q-GDP
-    (``query["mu"]``) — is also composed into every sound training bound that has a finer
-    form, and the smallest ε wins (each is a valid bound at the same δ):
-
-    * a μ-GDP bound: √(μ² + μ_q²)-GDP (Dong, Roth & Su 2022, Corollary 3.3, adaptive), converted
-      exactly (:func:`noisysgd.gdp.gdp_epsilon`);
-    * an RDP curve ε(α): ε(α) + α·μ_q²/2 (the Gaussian's RDP; Mironov 2017, Proposition 1 for
-      adaptive composition), converted as the accountant converts.
-
-    Both compositions are adaptive: the training run, for any fixed ranges, meets its bound on
-    every pair of adjacent data sets (scaling each example by given ranges, or subtracting a
-    given center, changes each example alone, so adjacent data sets stay adjacent)."""
-    eps_basic, delta = eps_train + query["epsilon"], delta_train + query["delta"]
-    eps, method = eps_basic, "basic composition (Dwork & Roth 2014, Theorem 3.16, adaptive)"
-    mu_q = query.get("mu")
-    if report is not None and mu_q is not None:
-        from .gdp import gdp_epsilon
-        from .rdp import epsilon_from_rdp
-
-        candidates = [r for r in report.results.values() if r.applies and r.sound and r.epsilon is not None]
-        if report.combined is not None and report.combined.rdp is not None:
-            candidates.append(report.combined)
-        for r in candidates:
-            try:
-                if r.mu is not None:
-                    e = gdp_epsilon(math.hypot(r.mu, mu_q), delta)
-                    how = (f"GDP composition of {r.analysis} (mu {r.mu:.6g}) and the query "
-                           "(Dong, Roth & Su 2022, Cor. 3.3)")
-                elif r.rdp is not None and r.orders is not None:
-                    alpha = np.asarray(r.orders, dtype=float)
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # an order at the grid's edge: still a valid bound
-                        e = epsilon_from_rdp(alpha, np.asarray(r.rdp, dtype=float) + alpha * mu_q * mu_q / 2,
-                                             delta, conversion=r.conversion or "improved").epsilon
-                    how = f"RDP composition of {r.analysis} and the query (Mironov 2017, Prop. 1)"
-                else:
-                    continue
-            except (ValueError, ArithmeticError):
-                continue
-            if math.isfinite(e) and e < eps:
-                eps, method = float(e), how
-    certificate["preprocessing"] = dict(query)
-    what = " and ".join(w for k, w in (("feature_range", "its private feature ranges"),
-                                        ("center", "its private centering")) if k in query) or "its preprocessing"
-    composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and {what}, {adjacency} "
-                f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
-                f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
-                f"({eps_train:.6g}, {delta_train:.3g}) by {method}")
-    cert = certificate.get("certificate")
-    if isinstance(cert, dict):
-        cert["training_guarantee"] = cert.get("guarantee")
-        cert["guarantee"] = composed
-    certificate["epsilon_total"], certificate["delta_total"] = eps, delta
-    certificate["epsilon_total_basic"] = eps_basic
-    certificate["composition"] = method
-    return eps, delta
 
 
 def _check_feature_range(owner, value, d: int):

@@ -62,7 +62,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
 from .rdp import DEFAULT_ORDERS, epsilon_from_rdp, validate_delta, validate_orders
-from .trainer import _plain
+from .private_fit import _plain
 
 __all__ = [
     "SELECTIONS",
@@ -411,7 +411,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    best_fit_ : noisysgd.trainer.PrivateFit
+    best_fit_ : noisysgd.private_fit.PrivateFit
         The selected run (model, run, per-run report).  **Its own certificate
         covers one run only; the release is covered by this object's
         ``privacy_report_``.**
@@ -529,7 +529,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         (checked against ``run_`` after every fit: a mismatch stops the tuning)."""
         from .estimators import classification_loss
         from .run import Run
-        from .trainer import _learning_rate
+        from .private_fit import _learning_rate
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         c = loss.constants(feature_clip=float(params["feature_clip"]), clip_norm=params.get("clip_norm"),
@@ -652,7 +652,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         from sklearn.utils.multiclass import check_classification_targets
         from sklearn.utils.validation import validate_data
 
-        from .trainer import default_delta
+        from .private_fit import default_delta
 
         grid = self._candidates()
         base = self._base()
@@ -705,7 +705,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(f"validation_fraction leaves no training example (n = {n}). Found {frac!r}.")
         delta = default_delta(n) if self.delta is None else _real("delta", self.delta, low=0.0, high=1.0)
         if delta >= 1.0 / n:
-            from .trainer import DeltaWarning
+            from .private_fit import DeltaWarning
 
             warnings.warn(
                 f"delta = {delta:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
@@ -856,20 +856,21 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         for those parameters — but with a label set that does not depend on which
         classes the random training part happens to contain."""
         from .estimators import classification_loss
-        from .trainer import fit_private
+        from .private_fit import Bounds, Execution, Privacy, Schedule, fit_private
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         b = params["batch_size"]
         if params["batching"] != "full":
             b = min(int(b), X.shape[0])
         return fit_private(
-            X, y_encoded, loss, epochs=params["epochs"], batch_size=b, batching=params["batching"],
-            feature_clip=params["feature_clip"], intercept_scaling=_intercept_scaling(params),
-            epsilon_target=None, delta=delta, noise_multiplier=z,
-            learning_rate=params["learning_rate"], l2=params["alpha"], clip_norm=params["clip_norm"],
-            diameter=params["diameter"], adjacency=params["adjacency"],
-            initialization=params["initialization"], analyses=params["analysis"], random_state=seed,
-            dtype=np.dtype(params["dtype"]), secure_mode=bool(params["secure_mode"]),
+            X, y_encoded, loss,
+            Schedule(epochs=params["epochs"], batch_size=b, batching=params["batching"],
+                     learning_rate=params["learning_rate"], l2=params["alpha"],
+                     initialization=params["initialization"]),
+            Bounds(feature_clip=params["feature_clip"], intercept_scaling=_intercept_scaling(params),
+                   clip_norm=params["clip_norm"], diameter=params["diameter"]),
+            Privacy(delta=delta, noise_multiplier=z, adjacency=params["adjacency"], analyses=params["analysis"]),
+            Execution(random_state=seed, dtype=np.dtype(params["dtype"]), secure_mode=bool(params["secure_mode"])),
         )
 
     @staticmethod

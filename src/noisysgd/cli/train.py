@@ -43,7 +43,7 @@ from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from ..train import Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
-from ..trainer import fit_private
+from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private
 from .common import RAW
 
 __all__ = ["add_parser", "cmd_train"]
@@ -287,7 +287,7 @@ def _feature_range(args, X, epsilon, n: int):
     from ..preprocessing import private_ranges_within
     from ..rdp import validate_delta
     from ..run import _real
-    from ..trainer import default_delta
+    from ..private_fit import default_delta
 
     text = args.feature_range.strip()
     if text == "private":
@@ -308,10 +308,11 @@ def _feature_range(args, X, epsilon, n: int):
     return (np.full(d, low), np.full(d, high)), None, epsilon, args.delta
 
 
-def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, dict]:
-    """epochs, batch_size, batching and alpha for ``fit_private``: the flags as given, and
-    those left at "auto" chosen as the estimators choose them (public quantities only:
-    :func:`noisysgd.config.auto_config`).  Returns (values, the certificate's "config" entry)."""
+def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[Schedule, dict]:
+    """The run's :class:`~noisysgd.private_fit.Schedule`: the flags as given, and epochs,
+    batch size, batching and alpha left at "auto" chosen as the estimators choose them
+    (public quantities only: :func:`noisysgd.config.auto_config`).  Returns (schedule, the
+    certificate's "config" entry)."""
     from ..config import configure
 
     # the flags' own checks first (the messages name them), then the choice of the rest
@@ -331,7 +332,19 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[dict, di
         batch = None
     elif batch is not None and batch >= 1:
         batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
-    return {"epochs": p["epochs"], "batch_size": batch, "batching": p["batching"], "l2": p["alpha"]}, config
+    schedule = Schedule(epochs=p["epochs"], batch_size=batch, batching=p["batching"],
+                        learning_rate=_learning_rate(args.lr), l2=p["alpha"], initialization=args.initialization)
+    return schedule, config
+
+
+def _bounds_and_privacy(args, epsilon, delta, query=None) -> tuple[Bounds, Privacy]:
+    """The declared bounds and the privacy target of ``noisysgd train``'s flags (one process
+    or several)."""
+    bounds = Bounds(feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
+                    clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound)
+    privacy = Privacy(epsilon=epsilon, delta=delta, noise_multiplier=args.noise_multiplier,
+                      adjacency=args.adjacency, analyses=args.analysis or "best", query=query)
+    return bounds, privacy
 
 
 def _check_schedule_flags(args, epsilon, delta) -> None:
@@ -453,19 +466,10 @@ def cmd_train(args) -> int:
             center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n)
     schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta)
     start = time.perf_counter()
-    fit = fit_private(
-        X, y, loss, **schedule,
-        feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
-        epsilon_target=epsilon, delta=delta,
-        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
-        clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
-        adjacency=args.adjacency, initialization=args.initialization,
-        analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
-        progress=_Progress(args.quiet), secure_mode=args.secure_mode, checkpoint=args.checkpoint,
-        checkpoint_every=args.checkpoint_every, resume=args.resume,
-        keep_checkpoint=True,  # until the outputs are written; deleted below
-        composed_with=query,
-    )
+    fit = fit_private(X, y, loss, schedule, *_bounds_and_privacy(args, epsilon, delta, query), Execution(
+        random_state=args.seed, dtype=np.dtype(args.dtype), progress=_Progress(args.quiet),
+        secure_mode=args.secure_mode, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+        resume=args.resume, keep_checkpoint=True))  # the checkpoint until the outputs are written (below)
     seconds = time.perf_counter() - start
     for w in [*labels_warning, *deferred]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -485,9 +489,9 @@ def cmd_train(args) -> int:
         }
     fit.certificate["config"] = config
     if query is not None:
-        from ..preprocessing import compose_range_query
+        from ..accountant import compose_query
 
-        eps_total, delta_total = compose_range_query(fit.certificate, fit.epsilon, fit.report.delta,
+        eps_total, delta_total = compose_query(fit.certificate, fit.epsilon, fit.report.delta,
                                                      fit.run.adjacency, query, report=fit.report)
         extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)
         if frange is not None and "feature_range" not in query:
@@ -519,7 +523,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     from ..preprocessing import center_rows, combine_queries, private_center_within
     from ..rdp import validate_delta
     from ..run import _real
-    from ..trainer import default_delta
+    from ..private_fit import default_delta
 
     if epsilon is None:
         raise ValueError("--center private spends a share of --epsilon; it cannot be combined with "

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..io import check_output_dir, load_table
 from ..train import PrivacyLeakWarning
-from ..trainer import fit_private
-from .train import _check_flags, _finish, _learning_rate, _loss, _schedule
+from ..private_fit import Execution, fit_private
+from .train import _bounds_and_privacy, _check_flags, _finish, _loss, _schedule
 
 def torchrun_env():
     """(rank, world size) when started by torchrun (or any launcher setting RANK and
@@ -173,22 +173,15 @@ def _train_rank(rank, world, args, out) -> None:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
     trainer = functools.partial(_shard_trainer, rows=offset, device=device)
     start = time.perf_counter()
-    fit = fit_private(
-        X, y_enc, loss, **schedule,
-        feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
-        epsilon_target=epsilon, delta=args.delta,
-        noise_multiplier=args.noise_multiplier, learning_rate=_learning_rate(args.lr),
-        clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound,
-        adjacency=args.adjacency, initialization=args.initialization,
-        analyses=args.analysis or "best", random_state=args.seed, dtype=np.dtype(args.dtype),
-        secure_mode=args.secure_mode, n_rows=n, trainer=trainer,
-        # the checkpoint is rank 0's alone (its file system): it writes it and, on --resume, reads
-        # the calibration from it; the other ranks calibrate again (deterministic: the same noise,
-        # or train_distributed refuses the job because the runs differ)
-        checkpoint=args.checkpoint if rank == 0 else None,
-        checkpoint_every=args.checkpoint_every if rank == 0 else None,
-        resume=args.resume and rank == 0, keep_checkpoint=rank == 0 and args.checkpoint is not None,
-    )
+    # the checkpoint is rank 0's alone (its file system): it writes it and, on --resume, reads the
+    # calibration from it; the other ranks calibrate again (deterministic: the same noise, or
+    # train_distributed refuses the job because the runs differ)
+    first = rank == 0
+    fit = fit_private(X, y_enc, loss, schedule, *_bounds_and_privacy(args, epsilon, args.delta), Execution(
+        random_state=args.seed, dtype=np.dtype(args.dtype), secure_mode=args.secure_mode, n_rows=n,
+        trainer=trainer, checkpoint=args.checkpoint if first else None,
+        checkpoint_every=args.checkpoint_every if first else None, resume=args.resume and first,
+        keep_checkpoint=first and args.checkpoint is not None))
     seconds = time.perf_counter() - start
     local = 0.0
     for lo in range(0, X.shape[0], 1 << 16):  # a block of rows at a time: X may be memory-mapped

@@ -7,7 +7,7 @@ run exactly where it stopped:
   steps, step sizes, z, L, λ, D, …) and everything else the trainer was
   given that changes the algorithm: the loss, the feature clip, the target
   bound, the dtype, the start, the analyses the certificate rests on,
-  ``secure_mode``, and (from :func:`~noisysgd.trainer.fit_private`) the target
+  ``secure_mode``, and (from :func:`~noisysgd.private_fit.fit_private`) the target
   (ε, δ) and the calibrated noise multiplier;
 * a keyed fingerprint of the training data (below);
 * the steps taken, and the ledger of the sessions that took them;

@@ -1,0 +1,441 @@
+"""Private training in the steps a reader names: describe, calibrate, train, certify.
+
+:func:`fit_private` is what the estimators, ``noisysgd train`` (one process or
+several), the CV tuner and the benchmarks call.  Its arguments are four small
+frozen objects — :class:`Schedule` (how long, which batches, which step size
+and λ), :class:`Bounds` (the declared constants: feature clip, bias
+coordinate, clip norm, diameter, label bound), :class:`Privacy` (the target
+(ε, δ) or the noise, the adjacency, the analyses, and the private
+preprocessing query already answered) and :class:`Execution` (seeds, dtype,
+checkpoints, progress: nothing that changes the run's law) — and it is the
+composition of five steps, each a function of frozen values:
+
+1. :func:`describe` — the one :class:`~noisysgd.Run` the accountant and the
+   engine both read (n, batches, steps, η, L, M + λ, λ derived by the loss from
+   the declared bounds, never measured; the adjacency rules are the Run's own);
+2. the preprocessing queries are answered by the caller
+   (:mod:`noisysgd.preprocessing`) and passed in ``Privacy.query``;
+3. :func:`calibrate_run` — the noise multiplier for the target, composed with
+   the query (:func:`noisysgd.accountant.calibrate_composed`: the accountant's
+   job), or the given noise's report, or the one a resumed checkpoint recorded;
+4. :func:`execute` — the engine (:func:`noisysgd.train.train`, or the
+   data-parallel trainer) on exactly that run, refusing unless every analysis
+   the certificate rests on applies;
+5. :func:`certify` — the certificate of the run that was executed.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import __version__
+from .accountant import Calibration, EpsilonReport, calibrate, calibrate_composed, composed_epsilon, epsilon
+from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer, _real
+from .train import Loss, TrainResult, train
+from .train import checkpoint as _ckpt
+from .train.engine import _check_secure_mode
+
+__all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
+           "Execution", "Calibrated", "describe", "calibrate_run", "execute", "certify"]
+
+
+class DeltaWarning(UserWarning):
+    """δ is not small compared with 1/n: (ε, δ)-DP then allows releasing an example outright."""
+
+
+def default_delta(n: int) -> float:
+    """δ = min(1e-5, 1/(10·n)): below 1/n by a factor of 10 at least.
+
+    >>> default_delta(1000), default_delta(1_000_000)
+    (1e-05, 1e-07)
+    """
+    return min(1e-5, 1.0 / (10.0 * n))
+
+
+@dataclass(frozen=True)
+class PrivateFit:
+    """The outcome of :func:`fit_private`."""
+
+    result: TrainResult
+    report: EpsilonReport
+    noise_multiplier: float
+    calibration: Calibration | None
+    certificate: dict
+
+    @property
+    def run(self) -> Run:
+        return self.result.run
+
+    @property
+    def epsilon(self) -> float:
+        return self.report.epsilon
+
+
+#: ``learning_rate="max"`` is this fraction of 2/(m + M), the strictest limit
+#: of the analyses for minibatch runs (Ye–Shokri; A&T and shifted
+#: interpolation allow up to 2/M).
+MAX_LR_FRACTION = 0.98
+
+
+def _learning_rate(value, smoothness: float | None, strong_convexity: float = 0.0) -> float:
+    """A number, "auto" = 1/(2M) (comfortably below every analysis' limit), or
+    "max" = 0.98·2/(m + M) (just below Ye & Shokri's η < 2/(m+M), which is
+    below A&T's 2/M; ``chourasia`` needs η < 1/M and will not apply)."""
+    if isinstance(value, str):
+        if value not in ("auto", "max"):
+            raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {value!r}.")
+        if smoothness is None:
+            raise ValueError(
+                f"learning_rate must be a positive number here: {value!r} is set from the loss's "
+                f"smoothness, which this configuration does not have. Found {value!r}."
+            )
+        if value == "auto":
+            return 0.5 / smoothness
+        return MAX_LR_FRACTION * 2.0 / (strong_convexity + smoothness)
+    return _real("learning_rate", value)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How the run goes: ``epochs`` passes of ``batching`` batches of ``batch_size``
+    (None with ``"full"``), the step size (a number, ``"auto"`` = 1/(2(M + λ)) or
+    ``"max"`` = 0.98·2/(λ + M + λ)), the L2 regularization ``l2`` = λ (the strong
+    convexity of the run; the smoothness is M + λ) and the start."""
+
+    epochs: int
+    batch_size: int | None
+    batching: str
+    learning_rate: Any = "auto"
+    l2: float = 0.0
+    initialization: str = "fixed"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The constants the bound rests on, declared (never measured from the data): the
+    feature clip R, the bias coordinate s of x̄, the per-example clip norm (None: the loss's
+    Lipschitz constant), the diameter of the projection set and the label bound."""
+
+    feature_clip: float
+    intercept_scaling: float = 1.0
+    clip_norm: float | None = None
+    diameter: float | None = None
+    target_bound: float | None = None
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """Exactly one of a target ``epsilon`` (the noise is calibrated to it) and a
+    ``noise_multiplier`` (its ε is reported); ``delta`` (None: :func:`default_delta`);
+    the adjacency; the analyses the accountant may use; and ``query``, the private
+    preprocessing already answered on the same data (a dict with its ``mu``,
+    ``epsilon`` and ``delta``: :func:`noisysgd.preprocessing.combine_queries`).  With a
+    query the target is training's share under basic composition, and the calibration
+    goes on below that noise as long as query and training *composed* stay within
+    (``epsilon`` + query ε, ``delta`` + query δ); the training's own ε may then exceed
+    its share."""
+
+    epsilon: float | None = None
+    delta: float | None = None
+    noise_multiplier: float | None = None
+    adjacency: str = "replace"
+    analyses: Any = "best"
+    query: dict | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the engine runs, changing nothing in the run's law: seeds (or the OS CSPRNG in
+    ``secure_mode``), dtype, the trajectory ``record``, ``progress(step, total)`` after
+    every step (it sees no iterate), checkpoints (:func:`noisysgd.train.train`'s; a
+    checkpoint holds a hidden iterate: as secret as the data), and for data-parallel
+    training the whole data set's ``n_rows`` and the shard ``trainer``
+    (:func:`noisysgd.train.distributed.train_distributed`)."""
+
+    random_state: Any = None
+    dtype: Any = np.float64
+    record: bool = False
+    progress: Callable | None = None
+    secure_mode: bool = False
+    checkpoint: Any = None
+    checkpoint_every: int | None = None
+    resume: bool = False
+    keep_checkpoint: bool = False
+    n_rows: int | None = None
+    trainer: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """The run with its noise, the accountant's report of it, and the calibration (None
+    when the noise was given)."""
+
+    run: Run
+    report: EpsilonReport
+    calibration: Calibration | None
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.run.noise_multiplier
+
+
+def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Privacy,
+                execution: Execution = Execution()) -> PrivateFit:
+    """Calibrate, train and certify Noisy-SGD on (``X``, ``y``) with ``loss`` (module
+    docstring).  Everything is validated before anything is computed.  Resuming a
+    checkpoint takes the noise multiplier it recorded instead of calibrating again (the
+    resumed certificate is the original one) and refuses a checkpoint of another run,
+    target or data set; the checkpoint is deleted after training unless
+    ``execution.keep_checkpoint``.
+
+    >>> import numpy as np
+    >>> from noisysgd.train import BinaryLogistic
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 5)); y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    >>> fit = fit_private(X, y, BinaryLogistic(), Schedule(epochs=30, batch_size=100, batching="cyclic",
+    ...                   l2=0.01), Bounds(feature_clip=3.0), Privacy(epsilon=1.0, delta=1e-5),
+    ...                   Execution(random_state=0))
+    >>> fit.epsilon <= 1.0, fit.report.best.analysis
+    (True, 'shifted-interpolation')
+    >>> bool(np.mean(fit.result.predict(X) == 2 * y - 1) > 0.9)
+    True
+    """
+    if not isinstance(loss, Loss):
+        raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
+    n = _rows(X, execution.n_rows)
+    run = describe(n, loss, schedule, bounds, privacy)
+    privacy = _checked_privacy(privacy, n)
+    _check_secure_mode(execution.secure_mode, execution.random_state)  # before calibrating
+    context = _context(privacy)
+    recorded = _checkpoint_to_resume(execution.checkpoint, execution.resume, run, context)
+    calibrated = calibrate_run(run, privacy, recorded, execution.checkpoint)
+    context["calibration"] = None if calibrated.calibration is None else {
+        "noise_multiplier": calibrated.calibration.noise_multiplier, "rel_tol": calibrated.calibration.rel_tol,
+        "evaluations": calibrated.calibration.evaluations}
+    result = execute(calibrated, loss, X, y, bounds, execution, context)
+    certificate = certify(calibrated, result, privacy, n, int(np.shape(X)[1]))
+    return PrivateFit(result, calibrated.report, calibrated.noise_multiplier, calibrated.calibration, certificate)
+
+
+def _rows(X, n_rows) -> int:
+    try:
+        n = len(X)
+    except TypeError:
+        raise ValueError(f"X must be a 2-D array of numbers. Found {type(X).__name__}.") from None
+    if n_rows is not None:
+        n = _integer("n_rows", n_rows)
+    if n == 0:
+        raise ValueError("X must hold at least one example. Found 0 rows.")
+    return n
+
+
+def describe(n: int, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Privacy) -> Run:
+    """Step 1: the run on ``n`` examples (its noise multiplier the given one, or 1 until
+    calibrated), every argument validated; the loss derives L, M from the declared bounds."""
+    epochs = _integer("epochs", schedule.epochs)
+    batching = _choice("batching", schedule.batching, BATCHING_SCHEMES)
+    if schedule.batch_size is None or batching == "full":
+        b = n if batching == "full" else None
+        if b is None:
+            raise ValueError(f"batch_size must be an integer >= 1 for batching={batching!r}. Found None.")
+    else:
+        b = _integer("batch_size", schedule.batch_size)
+        if b > n:
+            raise ValueError(f"batch_size must be at most the number of examples ({n}). Found {b}.")
+    R = _real("feature_clip", bounds.feature_clip)
+    s = _real("intercept_scaling", bounds.intercept_scaling)
+    lam = _real("l2", schedule.l2, positive=False)
+    adjacency = _choice("adjacency", privacy.adjacency, ADJACENCIES)
+    initialization = _choice("initialization", schedule.initialization, INITIALIZATIONS)
+    constants = loss.constants(feature_clip=R, clip_norm=bounds.clip_norm, diameter=bounds.diameter,
+                               target_bound=bounds.target_bound, intercept_scaling=s)
+    if lam > 0 and not constants.convex:
+        raise ValueError(
+            f"l2 must be 0 for {loss!r} clipped at {constants.lipschitz:g}: the clipped loss is not "
+            "convex, so no strong convexity can be claimed (" + "; ".join(constants.notes)
+            + f"). Found l2={schedule.l2!r}."
+        )
+    smoothness = None if constants.smoothness is None else constants.smoothness + lam
+    eta = _learning_rate(schedule.learning_rate, smoothness, lam)
+    z = privacy.noise_multiplier
+    return Run.from_epochs(
+        epochs=epochs, n=n, batch_size=b, batching=batching, learning_rate=eta,
+        noise_multiplier=1.0 if z is None else _real("noise_multiplier", z), lipschitz=constants.lipschitz,
+        smoothness=smoothness, strong_convexity=lam, convex=constants.convex,
+        diameter=bounds.diameter, adjacency=adjacency, initialization=initialization,
+    )
+
+
+def _checked_privacy(privacy: Privacy, n: int) -> Privacy:
+    """``privacy`` with exactly one of ε and z, and δ set (:func:`default_delta`); warns
+    (:class:`DeltaWarning`) when the total δ asked for is not below 1/n."""
+    if (privacy.epsilon is None) == (privacy.noise_multiplier is None):
+        raise ValueError(
+            "epsilon and noise_multiplier: give exactly one (a privacy target to calibrate the noise "
+            f"to, or the noise to report epsilon for). Found epsilon={privacy.epsilon!r}, "
+            f"noise_multiplier={privacy.noise_multiplier!r}."
+        )
+    target = None if privacy.epsilon is None else _real("epsilon", privacy.epsilon)
+    d = _real("delta", default_delta(n) if privacy.delta is None else privacy.delta)
+    if not 0.0 < d < 1.0:
+        raise ValueError(f"delta must be in (0, 1). Found {privacy.delta!r}.")
+    query = privacy.query
+    d_total = d + (query["delta"] if query is not None else 0.0)  # what the user asked for
+    if d_total >= 1.0 / n:
+        warnings.warn(
+            f"delta = {d_total:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
+            "permits releasing some examples outright; use delta well below 1/n",
+            DeltaWarning, stacklevel=4,
+        )
+    return Privacy(target, d, privacy.noise_multiplier, privacy.adjacency, privacy.analyses, query)
+
+
+def _context(privacy: Privacy) -> dict:
+    """What a checkpoint records of the target (a resume must ask for the same)."""
+    context = {
+        "fit": "noisysgd.fit_private",
+        "epsilon_target": privacy.epsilon,
+        "delta": privacy.delta,
+        "noise_multiplier_given": None if privacy.noise_multiplier is None else float(privacy.noise_multiplier),
+        "analyses": _requested(privacy.analyses),
+    }
+    if privacy.query is not None:
+        # the private preprocessing the data went through: a resume reuses its answer
+        # (noisysgd.preprocessing.recorded_query) and is refused if the data were prepared otherwise
+        context["preprocessing"] = _plain(privacy.query)
+    return context
+
+
+def calibrate_run(run: Run, privacy: Privacy, recorded: dict | None = None, checkpoint=None) -> Calibrated:
+    """Step 3: the noise of ``run`` — recorded by the checkpoint a fit resumes (checked
+    against this version's accountant), calibrated to ``privacy``'s target (composed with
+    its query by the accountant), or given (its report; refused if no sound analysis
+    applies)."""
+    target, d, analyses, query = privacy.epsilon, privacy.delta, privacy.analyses, privacy.query
+    if recorded is not None and target is not None:  # resumed: the noise it was calibrated with, never anew
+        cal = recorded["calibration"]
+        run = run.replace(noise_multiplier=cal["noise_multiplier"])
+        report = epsilon(run, delta=d, analyses=analyses)
+        ok = report.best is not None and (
+            report.epsilon <= target if query is None
+            else composed_epsilon(report, query) <= target + query["epsilon"])
+        if not ok:
+            raise _ckpt.CheckpointError(
+                f"checkpoint {str(checkpoint)!r} was calibrated to noise multiplier "
+                f"{cal['noise_multiplier']!r} for epsilon = {target:g}, but this version's accountant "
+                f"gives epsilon = {report.epsilon!r} for it: the resumed run would not meet its target. "
+                "Start a new run."
+            )
+        return Calibrated(run, report, Calibration(cal["noise_multiplier"], target, d, report, cal["rel_tol"],
+                                                   cal["evaluations"]))
+    if target is not None:
+        calibration = calibrate(run, epsilon=target, delta=d, analyses=analyses)
+        if query is not None:
+            calibration = calibrate_composed(run, calibration, query, analyses)
+        return Calibrated(run.replace(noise_multiplier=calibration.noise_multiplier), calibration.report,
+                          calibration)
+    report = epsilon(run, delta=d, analyses=analyses)
+    if report.best is None:
+        raise ValueError("no sound analysis applies to this run; see noisysgd.epsilon(...).results")
+    return Calibrated(run, report, None)
+
+
+def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution: Execution,
+            context: dict) -> TrainResult:
+    """Step 4: the engine on exactly ``calibrated.run``; it refuses to train unless every
+    analysis the certificate rests on applies to the run (``analyses=``)."""
+    rests_on = calibrated.report.certificate()["certificate"]["rests_on"]
+    callback = None
+    if execution.progress is not None:
+        total, progress = calibrated.run.steps, execution.progress
+
+        def report_step(step, _W):
+            progress(step, total)
+
+        callback = report_step
+    trainer = train if execution.trainer is None else execution.trainer
+    return trainer(calibrated.run, loss, X, y, feature_clip=bounds.feature_clip,
+                   intercept_scaling=bounds.intercept_scaling, target_bound=bounds.target_bound,
+                   random_state=execution.random_state, dtype=execution.dtype, analyses=rests_on,
+                   record=execution.record, callback=callback, secure_mode=execution.secure_mode,
+                   checkpoint=execution.checkpoint, checkpoint_every=execution.checkpoint_every,
+                   resume=execution.resume, keep_checkpoint=execution.keep_checkpoint,
+                   checkpoint_context=context if execution.checkpoint is not None else None)
+
+
+def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: int, n_features: int) -> dict:
+    """Step 5: the certificate of the executed run (the report's, with what the trainer
+    enforced, the data's shape, the version and the calibration record)."""
+    certificate = calibrated.report.certificate()
+    certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
+    certificate["certificate"]["data"] = {"n": n, "n_features": n_features}
+    certificate["noisysgd_version"] = __version__
+    calibration, query = calibrated.calibration, privacy.query
+    if calibration is not None:
+        certificate["calibration"] = {"target_epsilon": privacy.epsilon, "noise_multiplier": calibrated.noise_multiplier,
+                                      "rel_tol": calibration.rel_tol, "evaluations": calibration.evaluations}
+        if query is not None:
+            certificate["calibration"]["composed_with_query"] = {
+                "target_epsilon_total": privacy.epsilon + query["epsilon"],
+                "target_delta_total": privacy.delta + query["delta"],
+                "note": "the noise is the smallest whose composition with the query (GDP, RDP or basic, the "
+                        "tightest) meets the total target; training's own epsilon may exceed target_epsilon"}
+    return certificate
+
+
+def _requested(analyses):
+    """The analyses asked for, JSON-ready (validated by the accountant)."""
+    if analyses is None or isinstance(analyses, str):
+        return analyses
+    try:
+        return [str(a) for a in analyses]
+    except TypeError:
+        return repr(analyses)
+
+
+def _checkpoint_to_resume(checkpoint, resume, run: Run, context: dict) -> dict | None:
+    """The recorded context of the checkpoint a resumed fit continues (None: nothing
+    to resume), after checking that it is of this run (up to the noise multiplier,
+    which it supplies) and this target; the full check, data included, is train's."""
+    if not isinstance(checkpoint, (str, os.PathLike)) or not os.path.isfile(checkpoint):
+        return None  # a new run (train validates the path and the options)
+    if resume is not True:
+        raise _ckpt.exists_error(checkpoint)  # before calibrating
+    h = _ckpt.read_checkpoint(checkpoint).header
+    description = h.get("description", {})
+    recorded = dict(description.get("context") or {})
+    rec_run = {k: v for k, v in description.get("run", {}).items() if k != "noise_multiplier"}
+    now_run = {k: v for k, v in _ckpt.plain(run.to_dict()).items() if k != "noise_multiplier"}
+    diffs = _ckpt.describe_differences(rec_run, now_run, "run")
+    diffs += _ckpt.describe_differences({k: v for k, v in recorded.items() if k != "calibration"},
+                                        _ckpt.plain(context), "context")
+    if diffs:
+        progress = h.get("progress", {})
+        raise _ckpt.mismatch_error(checkpoint, diffs, finished=bool(progress.get("finished")),
+                                   steps=rec_run.get("steps"), steps_now=run.steps)
+    if context["noise_multiplier_given"] is None and not isinstance(recorded.get("calibration"), dict):
+        raise _ckpt.CheckpointError(f"checkpoint {str(checkpoint)!r} records no calibration to resume with.")
+    return recorded
+
+
+def _plain(value):
+    """JSON-ready copy (numpy scalars to Python numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    return value
