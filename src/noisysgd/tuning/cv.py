@@ -1,351 +1,24 @@
-"""Private hyperparameter selection whose cost is accounted.
-
-Tuning on private data leaks it (Papernot & Steinke 2022, §2): the certificate
-of the released model must cover every training run that was tried and the
-selection among them.  This module implements *random stopping*: run a
-private mechanism Q a random number K of times (K independent of the data)
-and release only the best output, and bounds the privacy of the whole:
-
-* :func:`rdp_truncated_negative_binomial` — Papernot & Steinke, "Hyperparameter
-  Tuning with Rényi Differential Privacy", ICLR 2022, **Theorem 2**: K from the
-  truncated negative binomial distribution D_{η,γ} (Definition 1; η = 1 is the
-  geometric distribution, η = 0 the logarithmic one).
-* :func:`rdp_poisson` — the same paper, **Theorem 6**: K ~ Poisson(μ).
-* :func:`liu_talwar` — Liu & Talwar, "Private Selection from Private
-  Candidates", STOC 2019, **Theorem 3.4** (random stopping with stopping
-  probability γ, stopped after T runs at the latest; an (ε, δ)-DP baseline).
-
-:class:`NoisySGDClassifierCV` tunes :class:`~noisysgd.NoisySGDClassifier` with
-one of these rules.  Each run Q (one candidate training run and its score) is
-
-1. draw a candidate uniformly from the grid and a fresh uniformly random split
-   of the data into a training part (n − n_val) and a validation part (n_val),
-   independently of the data;
-2. train the candidate on the training part (Noisy-SGD, the noise multiplier
-   of that candidate, fixed before any data is read);
-3. score it on the validation part by a *noisy count*: the number of correct
-   predictions plus N(0, σ_s²) (sensitivity 1 under replace adjacency).
-
-Under replace adjacency the one changed example lies either in the training
-part (then the validation part is the same and the score is post-processing
-of the model) or in the validation part (then the model has the same law and
-only the count moves, by at most 1), so conditionally on the split the run's
-Rényi divergence is at most max(ρ_train(α), α/(2σ_s²)) (Gaussian mechanism:
-Mironov 2017, Proposition 7).  The split, the candidate and the batches are
-drawn independently of the data with the same law on both datasets; the
-Rényi divergence of order α > 1 of two mixtures with the same weights is at
-most the largest of the components' (exp((α−1)D_α) is jointly convex), so
-the per-run RDP curve is the order-wise **maximum** over the candidates and
-the score.  For each candidate ρ_train is the order-wise minimum of the
-applicable sound RDP analyses of its run (what :func:`noisysgd.epsilon`
-reports as ``order-wise-minimum``; Gaussian-DP analyses enter as αμ²/2, exact
-for μ-GDP).  ``composition-pld`` has no RDP curve and does not enter the
-Papernot–Steinke rules; the Liu–Talwar rule, which needs (ε₁, δ₁)-DP of a run,
-uses each candidate's best sound ε (PLD included) and the exact Gaussian-DP
-ε of the score.  Only replace adjacency is supported (the split sizes are
-then public and fixed).
-
-The certificate covers the release of the selected model, its candidate and
-its noisy validation score — nothing else: the other runs' models and scores
-are never kept.  The number of runs drawn does not depend on the data.
-"""
+"""``NoisySGDClassifierCV``: private hyperparameter selection whose cost is accounted
+(the mechanism and its proofs: :mod:`noisysgd.tuning`; the accounting:
+:mod:`noisysgd.tuning.selection`)."""
 
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
-from .rdp import DEFAULT_ORDERS, epsilon_from_rdp, validate_delta, validate_orders
-from .private_fit import _plain
+from ..private_fit import _plain
+from ..rdp import DEFAULT_ORDERS
+from .selection import (SELECTIONS, _real, draw_runs, liu_talwar, liu_talwar_split, truncated_negative_binomial_gamma,
+                        tuning_epsilon)
 
-__all__ = [
-    "SELECTIONS",
-    "truncated_negative_binomial_mean",
-    "truncated_negative_binomial_gamma",
-    "truncated_negative_binomial_pmf",
-    "rdp_truncated_negative_binomial",
-    "rdp_poisson",
-    "delta_from_rdp",
-    "liu_talwar",
-    "liu_talwar_horizon",
-    "tuning_epsilon",
-    "draw_runs",
-    "NoisySGDClassifierCV",
-    "NoRunsDrawn",
-]
-
-#: Selection rules of :class:`NoisySGDClassifierCV`.
-SELECTIONS = ("poisson", "negative-binomial", "liu-talwar")
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _real(name, value, *, low=None, low_open=True, high=None, high_open=True) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        lo = "-inf" if low is None else f"{low:g}"
-        hi = "inf" if high is None else f"{high:g}"
-        rng = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
-        raise ValueError(f"{name} must be a finite number in {rng}. Found {value!r}.")
-    return float(value)
-
-
-def _curve(orders, rdp):
-    alpha = validate_orders(orders)
-    values = np.asarray(rdp, dtype=float)
-    if values.shape != alpha.shape:
-        raise ValueError(f"rdp must have one value per order ({alpha.size}). Found shape {values.shape}.")
-    if np.isnan(values).any() or (values < 0).any():
-        raise ValueError("rdp values must be non-negative numbers (inf allowed). Found a NaN or a negative.")
-    return alpha, values
-
-
-def _monotone(alpha: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """D_α is non-decreasing in α (van Erven & Harremoës 2014, Theorem 3): a bound
-    at a higher order bounds every lower order.  Order-wise min over higher orders."""
-    order = np.argsort(alpha)
-    v = values[order]
-    env = np.minimum.accumulate(v[::-1])[::-1]
-    out = np.empty_like(values)
-    out[order] = env
-    return out
-
-
-# --------------------------------------------------------------------------- the distributions
-
-
-def truncated_negative_binomial_mean(eta: float, gamma: float) -> float:
-    """E[K] for K ~ D_{η,γ} (Papernot & Steinke 2022, Definition 1 and the
-    expectation stated after it): η(1−γ)/(γ(1−γ^η)) for η ≠ 0 and
-    (1/γ − 1)/log(1/γ) for η = 0 (logarithmic distribution).
-
-    >>> truncated_negative_binomial_mean(1.0, 0.25)   # geometric: 1/γ
-    4.0
-    """
-    eta = _real("eta", eta, low=-1.0)
-    gamma = _real("gamma", gamma, low=0.0, high=1.0)
-    if eta == 0.0:
-        return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
-    # η(1−γ)/(γ(1−γ^η)), with 1 − γ^η = −expm1(η log γ) for accuracy near η = 0
-    return eta * (1.0 - gamma) / (gamma * -math.expm1(eta * math.log(gamma)))
-
-
-def truncated_negative_binomial_gamma(eta: float, mean: float) -> float:
-    """The γ ∈ (0, 1) with E[K] = ``mean`` under D_{η,γ} (E[K] decreases from ∞
-    to 1 as γ goes from 0 to 1; bisection to 1e-12 relative)."""
-    eta = _real("eta", eta, low=-1.0)
-    mean = _real("expected_runs", mean, low=1.0)
-    if eta == 1.0:
-        return 1.0 / mean
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= 0.0 or mid >= 1.0:
-            break
-        if truncated_negative_binomial_mean(eta, mid) > mean:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
-
-
-def truncated_negative_binomial_pmf(k, eta: float, gamma: float) -> np.ndarray:
-    """P[K = k] under D_{η,γ} (Papernot & Steinke 2022, Definition 1):
-    (1−γ)^k/(γ^{−η} − 1) · ∏_{ℓ=0}^{k−1} (ℓ+η)/(ℓ+1) for η ≠ 0, and
-    (1−γ)^k/(k log(1/γ)) for η = 0; k ≥ 1."""
-    eta = _real("eta", eta, low=-1.0)
-    gamma = _real("gamma", gamma, low=0.0, high=1.0)
-    k = np.atleast_1d(np.asarray(k))
-    if not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
-        raise ValueError(f"k must be integers >= 1. Found {k!r}.")
-    from scipy.special import gammaln
-
-    kf = k.astype(float)
-    if eta == 0.0:
-        return np.exp(kf * math.log1p(-gamma) - np.log(kf) - math.log(math.log(1.0 / gamma)))
-    # ∏_{ℓ<k} (ℓ+η)/(ℓ+1) = Γ(k+η)/(Γ(η)Γ(k+1)); for η < 0, Γ(η) < 0 and
-    # γ^{−η} − 1 < 0, and the signs cancel: use |·| of both.
-    log_prod = gammaln(kf + eta) - gammaln(eta) - gammaln(kf + 1.0)
-    log_norm = math.log(abs(math.expm1(-eta * math.log(gamma))))
-    return np.exp(kf * math.log1p(-gamma) + log_prod - log_norm)
-
-
-def draw_runs(selection: str, expected_runs: float, rng: np.random.Generator, *, eta: float = 1.0,
-              delta: float | None = None) -> int:
-    """Draw the number of runs K (independently of the data) for a selection rule:
-    Poisson(μ = expected_runs); D_{η,γ} with E[K] = expected_runs (inverse CDF);
-    for ``liu-talwar`` min(Geometric(γ = 1/expected_runs), T) with
-    T = :func:`liu_talwar_horizon` (γ, δ/2)."""
-    if selection not in SELECTIONS:
-        raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {selection!r}.")
-    mean = _real("expected_runs", expected_runs, low=1.0, low_open=False)
-    if selection == "poisson":
-        return int(rng.poisson(mean))
-    if selection == "liu-talwar":
-        if delta is None:
-            raise ValueError("delta is needed for the liu-talwar horizon T. Found None.")
-        gamma = 1.0 / mean
-        return int(min(rng.geometric(gamma), liu_talwar_horizon(gamma, validate_delta(delta) / 2.0)))
-    gamma = truncated_negative_binomial_gamma(eta, mean)
-    u = rng.random()
-    k, cum = 0, 0.0
-    # p(k+1)/p(k) = (1−γ)(k+η)/(k+1)
-    p = float(truncated_negative_binomial_pmf(np.array([1]), eta, gamma)[0])
-    while True:
-        k += 1
-        cum += p
-        if u < cum or p == 0.0 or k > 10**7:
-            return k
-        p *= (1.0 - gamma) * (k + eta) / (k + 1)
-
-
-# --------------------------------------------------------------------------- Papernot & Steinke
-
-
-def rdp_truncated_negative_binomial(orders, rdp, *, eta: float, gamma: float) -> np.ndarray:
-    """RDP of returning the best of K ~ D_{η,γ} runs of a mechanism with RDP
-    curve ``rdp`` at ``orders`` (Papernot & Steinke 2022, Theorem 2).
-
-    If Q is (λ, ε)-RDP and (λ̂, ε̂)-RDP (λ > 1, λ̂ ≥ 1), the best of K runs is
-    (λ, ε′)-RDP with
-
-        ε′ = ε + (1+η)(1 − 1/λ̂) ε̂ + (1+η) log(1/γ)/λ̂ + log(E[K])/(λ − 1).
-
-    λ̂ is optimised over the grid (every order of the grid is a valid λ̂), and
-    the result is made non-decreasing in λ (a bound at a higher order is one
-    at a lower order).  Orders ≤ 1 get +inf (the theorem needs λ > 1).
-    """
-    alpha, values = _curve(orders, rdp)
-    eta = _real("eta", eta, low=-1.0)
-    gamma = _real("gamma", gamma, low=0.0, high=1.0)
-    mean = truncated_negative_binomial_mean(eta, gamma)
-    hat = alpha >= 1.0
-    with np.errstate(invalid="ignore"):
-        terms = (1.0 - 1.0 / alpha[hat]) * values[hat] + math.log(1.0 / gamma) / alpha[hat]
-    c = (1.0 + eta) * float(np.min(terms)) if terms.size else math.inf
-    out = np.full(alpha.shape, math.inf)
-    above = alpha > 1.0
-    out[above] = values[above] + c + math.log(mean) / (alpha[above] - 1.0)
-    return _monotone(alpha, out)
-
-
-def delta_from_rdp(orders, rdp, epsilon: float) -> float:
-    """The smallest δ the RDP curve gives for ``epsilon``: the minimum over the
-    orders of exp((α−1)(ρ_α − ε)) (1 − 1/α)^{α−1}/α (Canonne, Kamath & Steinke
-    2020, Proposition 12; Balle et al. 2020 — the inverse of the library's
-    ``improved`` conversion) and of √(1 − e^{−ρ_α}) (δ(ε) ≤ δ(0) = TV ≤
-    √(1 − e^{−KL}) by Bretagnolle–Huber, KL ≤ D_α), capped at 1."""
-    alpha, values = _curve(orders, rdp)
-    eps = _real("epsilon", epsilon, low=0.0, low_open=False)
-    ok = alpha > 1.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        log_d = ((alpha[ok] - 1.0) * (values[ok] - eps + np.log1p(-1.0 / alpha[ok])) - np.log(alpha[ok]))
-        bh = np.sqrt(-np.expm1(-values[alpha >= 1.0]))
-    cands = [1.0]
-    if log_d.size:
-        cands.append(float(np.exp(np.nanmin(log_d))))
-    if bh.size:
-        cands.append(float(np.nanmin(bh)))
-    return float(min(cands))
-
-
-def rdp_poisson(orders, rdp, *, mean: float) -> np.ndarray:
-    """RDP of returning the best of K ~ Poisson(μ) runs (Papernot & Steinke 2022,
-    Theorem 6).
-
-    If Q is (λ, ε)-RDP and (ε̂, δ̂)-DP with e^{ε̂} ≤ 1 + 1/(λ − 1), the best of
-    K runs (⊥ if K = 0) is (λ, ε′)-RDP with ε′ = ε + μ δ̂ + log(μ)/(λ − 1).
-    Here ε̂ = log(1 + 1/(λ − 1)) (the largest the theorem allows) and δ̂ is
-    :func:`delta_from_rdp` of the same curve at ε̂.  Made non-decreasing in λ.
-    """
-    alpha, values = _curve(orders, rdp)
-    mu = _real("mean", mean, low=0.0)
-    out = np.full(alpha.shape, math.inf)
-    for i, lam in enumerate(alpha):
-        if lam <= 1.0 or not math.isfinite(values[i]):
-            continue
-        eps_hat = math.log1p(1.0 / (lam - 1.0))
-        delta_hat = delta_from_rdp(alpha, values, eps_hat)
-        out[i] = values[i] + mu * delta_hat + math.log(mu) / (lam - 1.0)
-    return _monotone(alpha, out)
-
-
-# --------------------------------------------------------------------------- Liu & Talwar
-
-
-def liu_talwar_horizon(gamma: float, delta2: float) -> int:
-    """T = ⌈max{log(1/δ₂)/γ, 1 + 1/(eγ)}⌉ (Liu & Talwar 2019, Theorem 3.4, rounded
-    up to whole runs; the first term's role is P[Geometric(γ) > T] = (1 − γ)^T ≤
-    e^{−γT} ≤ δ₂, the second matters only for δ₂ > e^{−γ−1/e} and only makes T, and
-    so δ, larger).  The statement was transcribed without the paper's text at hand
-    (see docs/tuning.md): the max keeps the larger of the two forms remembered."""
-    gamma = _real("gamma", gamma, low=0.0, high=1.0, high_open=False)
-    delta2 = validate_delta(delta2)
-    return max(1, math.ceil(max(math.log(1.0 / delta2) / gamma, 1.0 + 1.0 / (math.e * gamma))))
-
-
-def liu_talwar(epsilon1: float, delta1: float, *, gamma: float, delta2: float) -> tuple[float, float]:
-    """(ε, δ) of random stopping over an (ε₁, δ₁)-DP mechanism (Liu & Talwar 2019,
-    Theorem 3.4): after each run stop with probability γ, and after T =
-    ⌈log(1/δ₂)/γ⌉ runs at the latest; release the best.  The result is
-    (3ε₁ + 3√(2δ₁), √(2δ₁)·T + δ₂)-DP.  With δ₁ = 0 it is 3ε₁-DP (their
-    Theorem 3.3 for pure DP has no δ₂ and no cap; this is the capped form)."""
-    e1 = _real("epsilon1", epsilon1, low=0.0, low_open=False)
-    d1 = _real("delta1", delta1, low=0.0, low_open=False, high=1.0)
-    T = liu_talwar_horizon(gamma, delta2)
-    r = math.sqrt(2.0 * d1)
-    return 3.0 * e1 + 3.0 * r, r * T + delta2
-
-
-def liu_talwar_split(delta: float, gamma: float) -> tuple[float, float, int]:
-    """How the Liu–Talwar rule spends a target δ: δ₂ = δ/2 and √(2δ₁)·T = δ/2,
-    i.e. δ₁ = (δ/(2T))²/2.  Returns (δ₁, δ₂, T)."""
-    d = validate_delta(delta)
-    delta2 = d / 2.0
-    T = liu_talwar_horizon(gamma, delta2)
-    delta1 = (d / (2.0 * T)) ** 2 / 2.0
-    return delta1, delta2, T
-
-
-# --------------------------------------------------------------------------- one entry point
-
-
-def tuning_epsilon(orders, rdp, delta: float, *, selection: str, expected_runs: float,
-                   eta: float = 1.0):
-    """(ε, order, tuning RDP curve) of the best of K runs of a mechanism with the
-    per-run RDP curve ``rdp``, for the Papernot–Steinke rules ``poisson``
-    (μ = ``expected_runs``) and ``negative-binomial`` (η = ``eta``, γ such that
-    E[K] = ``expected_runs``), converted to (ε, ``delta``) with the library's
-    ``improved`` conversion."""
-    alpha, values = _curve(orders, rdp)
-    if selection == "poisson":
-        tuned = rdp_poisson(alpha, values, mean=expected_runs)
-    elif selection == "negative-binomial":
-        gamma = truncated_negative_binomial_gamma(eta, expected_runs)
-        tuned = rdp_truncated_negative_binomial(alpha, values, eta=eta, gamma=gamma)
-    else:
-        raise ValueError(f"selection must be 'poisson' or 'negative-binomial' for an RDP bound. "
-                         f"Found {selection!r}.")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        finite = np.isfinite(tuned)
-        if not finite.any():
-            return math.inf, None, tuned
-        conv = epsilon_from_rdp(alpha[finite], tuned[finite], delta)
-    return conv.epsilon, conv.order, tuned
+__all__ = ["NoisySGDClassifierCV", "NoRunsDrawn"]
 
 
 # --------------------------------------------------------------------------- the estimator
@@ -489,7 +162,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         return grid
 
     def _base(self):
-        from .estimators import NoisySGDClassifier
+        from ..estimators import NoisySGDClassifier
 
         base = NoisySGDClassifier() if self.estimator is None else self.estimator
         if not isinstance(base, NoisySGDClassifier):
@@ -505,8 +178,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         (``epsilon``, ``delta``): a function of public quantities only, so the candidates (and
         their accounting) are fixed before the data are touched.  The candidate's own noise is
         then calibrated for the whole tuning, as for explicit parameters."""
-        from .config import configure
-        from .estimators import classification_loss
+        from ..config import configure
+        from ..estimators import classification_loss
         keys = ("epochs", "batch_size", "batching", "alpha")
         if not any(isinstance(params.get(k), str) and params[k] == "auto" for k in keys):
             return params
@@ -527,9 +200,9 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
     def _planned_run(params: dict, n_train: int, n_classes: int):
         """The Run that NoisySGDClassifier(**params).fit on n_train examples executes
         (checked against ``run_`` after every fit: a mismatch stops the tuning)."""
-        from .estimators import classification_loss
-        from .run import Run
-        from .private_fit import _learning_rate
+        from ..estimators import classification_loss
+        from ..run import Run
+        from ..private_fit import _learning_rate
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         c = loss.constants(feature_clip=float(params["feature_clip"]), clip_norm=params.get("clip_norm"),
@@ -549,8 +222,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
     def _per_run(self, runs, analyses, zs, sigma, delta, selection, delta1=None):
         """Per-run bound at noise levels ``zs`` (one per candidate) and score noise σ:
         the order-wise max RDP curve (and, for liu-talwar, ε₁ at δ₁)."""
-        from .accountant import epsilon as account
-        from .gdp import gdp_epsilon
+        from ..accountant import epsilon as account
+        from ..gdp import gdp_epsilon
 
         alpha = DEFAULT_ORDERS
         curves, eps1, reports = [], [], []
@@ -596,8 +269,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         candidate's own calibrated noise for (target, δ) and σ⁰ the Gaussian's; the
         smallest scale s (bisection, relative 1e-3) at which the tuning meets the
         target.  The tuning ε is non-increasing in s (every per-run bound is)."""
-        from .accountant import calibrate
-        from .gdp import gdp_epsilon
+        from ..accountant import calibrate
+        from ..gdp import gdp_epsilon
 
         delta1 = liu_talwar_split(delta, 1.0 / expected_runs)[0] if selection == "liu-talwar" else None
         with warnings.catch_warnings():
@@ -648,33 +321,64 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
     # ----------------------------------------------------------------- fit
 
     def fit(self, X, y):
-        """Calibrate, run the random-stopping selection, keep the best (see the class docstring)."""
-        from sklearn.utils.multiclass import check_classification_targets
-        from sklearn.utils.validation import validate_data
+        """Calibrate, run the random-stopping selection, keep the best (see the class docstring):
+        the tuning planned from public quantities (:meth:`_plan`), its noise calibrated for the
+        whole (:meth:`_account`), the K runs drawn (:meth:`_select`), the best published."""
+        plan, X, encoded = self._plan(X, y)
+        acct = self._account(plan)
+        K, best = self._select(plan, acct, X, encoded)
+        self.n_runs_ = K
+        self.noise_multipliers_ = list(acct.zs)
+        self.score_noise_ = acct.sigma
+        self.epsilon_ = acct.eps
+        self.delta_ = plan.delta
+        self.classes_ = plan.classes
+        self.privacy_report_ = self._report(plan, acct, K)
+        self.privacy_report_["classes"] = {"source": plan.classes_source, "classes": plan.classes.tolist()}
+        if best is None:
+            self.best_fit_ = None
+            raise NoRunsDrawn(
+                f"the random number of runs drawn was K = 0 (probability exp(-{plan.mean:g})): no model to "
+                "release. The privacy_report_ is set; running fit again is a second tuning (compose).")
+        noisy, c, fit = best
+        self.best_fit_ = fit
+        W, s = fit.result.coef, fit.result.intercept_scaling  # score = clip(x)·W[:-1] + s·W[-1]
+        if W.ndim == 1:
+            self.coef_, self.intercept_ = W[:-1][None, :].copy(), s * W[-1:]
+        else:
+            self.coef_, self.intercept_ = W[:-1].T.copy(), s * W[-1]
+        self.best_params_ = dict(plan.grid[c])
+        self.best_index_ = c
+        self.best_score_ = noisy / plan.n_val
+        self.privacy_report_["selected"] = {"params": _plain(plan.grid[c]), "index": c,
+                                            "noisy_validation_accuracy": self.best_score_}
+        return self
 
-        from .private_fit import default_delta
-
-        grid = self._candidates()
-        base = self._base()
+    def _checked_options(self) -> dict:
+        """The tuner's own parameters, checked: target, selection rule, E[K], η, the
+        validation fraction and the score noise."""
         target = _real("epsilon", self.epsilon, low=0.0)
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(map(repr, SELECTIONS))}. "
                              f"Found {self.selection!r}.")
-        selection = self.selection
-        if selection == "liu-talwar":
+        if self.selection == "liu-talwar":
             warnings.warn(
                 "selection='liu-talwar': Liu & Talwar's Theorem 3.4 was transcribed without the paper's text at "
                 "hand and has not been checked against it (docs/tuning.md); prefer 'poisson' (Papernot & "
-                "Steinke, checked), which is also much tighter", UserWarning, stacklevel=2)
+                "Steinke, checked), which is also much tighter", UserWarning, stacklevel=4)
         mean = _real("expected_runs", self.expected_runs, low=1.0, low_open=False)
         eta = _real("eta", self.eta, low=-1.0)
-        if selection == "negative-binomial" and mean == 1.0:
+        if self.selection == "negative-binomial" and mean == 1.0:
             raise ValueError("expected_runs must be > 1 for the negative-binomial rule (gamma < 1). Found 1.0.")
         frac = _real("validation_fraction", self.validation_fraction, low=0.0, high=1.0)
         sigma_fixed = None
         if not (isinstance(self.score_noise, str) and self.score_noise == "auto"):
             sigma_fixed = _real("score_noise", self.score_noise, low=0.0)
-        base_params = base.get_params()
+        return dict(target=target, selection=self.selection, mean=mean, eta=eta, frac=frac, sigma_fixed=sigma_fixed)
+
+    @staticmethod
+    def _check_base(base_params: dict, grid: list) -> None:
+        """The base estimator's parameters that a tuning cannot account, refused."""
         if base_params.get("adjacency") != "replace":
             raise ValueError(
                 "estimator.adjacency must be 'replace' for tuning (the split into training and validation "
@@ -693,98 +397,94 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             unknown = sorted(set(cand) - valid)
             if unknown:
                 raise ValueError(f"param_grid names unknown NoisySGDClassifier parameters: {unknown}.")
+
+    def _plan(self, X, y):
+        """(the :class:`_Plan`, X, the encoded labels): every check, and every candidate's run
+        fixed from public quantities before any fit."""
+        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.validation import validate_data
+
+        from ..private_fit import default_delta
+        from ..train.leaks import encode_labels
+
+        grid = self._candidates()
+        options = self._checked_options()
+        base_params = self._base().get_params()
+        self._check_base(base_params, grid)
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)
-        from .train.leaks import encode_labels
-
-        classes, encoded, classes_source = encode_labels(y, base_params.get("classes"), name="estimator.classes")
+        classes, encoded, classes_source = encode_labels(y, base_params.get("classes"), name="estimator.classes",
+                                                         stacklevel=4)
         n = X.shape[0]
-        n_val = max(1, int(round(frac * n)))
+        n_val = max(1, int(round(options["frac"] * n)))
         n_train = n - n_val
         if n_train < 1:
-            raise ValueError(f"validation_fraction leaves no training example (n = {n}). Found {frac!r}.")
+            raise ValueError(f"validation_fraction leaves no training example (n = {n}). Found {options['frac']!r}.")
         delta = default_delta(n) if self.delta is None else _real("delta", self.delta, low=0.0, high=1.0)
         if delta >= 1.0 / n:
-            from .private_fit import DeltaWarning
+            from ..private_fit import DeltaWarning
 
             warnings.warn(
                 f"delta = {delta:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
                 "permits releasing some examples outright; use delta well below 1/n",
-                DeltaWarning, stacklevel=2)
-        analyses = base_params.get("analysis", "best")
+                DeltaWarning, stacklevel=3)
         # a candidate's "auto" parameters are chosen as the estimator chooses them (public quantities
         # only: n_train, d, classes, the tuning's epsilon and delta), so every run is known before any fit
-        cand_params = [self._resolve_auto({**base_params, **c}, n_train, X.shape[1], classes.size, target, delta)
-                       for c in grid]
+        cand_params = [self._resolve_auto({**base_params, **c}, n_train, X.shape[1], classes.size,
+                                          options["target"], delta) for c in grid]
         runs = [self._planned_run(p, n_train, classes.size) for p in cand_params]
         cand_analyses = [p.get("analysis", "best") for p in cand_params]
         if len(set(map(repr, cand_analyses))) != 1:
             raise ValueError("param_grid may not vary 'analysis' (one accountant for the whole tuning).")
         analyses = cand_analyses[0]
-        if selection != "liu-talwar" and analyses == "best":
-            from .analyses import ANALYSES
+        if options["selection"] != "liu-talwar" and analyses == "best":
+            from ..analyses import ANALYSES
 
             analyses = [a for a in ANALYSES if a != "composition-pld"]  # no RDP curve
+        plan = _Plan(grid=grid, cand_params=cand_params, runs=runs, analyses=analyses, delta=delta, n=n,
+                     n_val=n_val, classes=classes, classes_source=classes_source,
+                     secure=bool(base_params.get("secure_mode", False)),
+                     **{k: v for k, v in options.items() if k != "frac"})
+        return plan, X, encoded
 
-        scale, eps, state, z0, sigma0 = self._calibrate(runs, analyses, target, delta, selection, mean,
-                                                        eta, sigma_fixed)
+    def _account(self, plan: "_Plan") -> "_Account":
+        scale, eps, state, _, _ = self._calibrate(plan.runs, plan.analyses, plan.target, plan.delta, plan.selection,
+                                                  plan.mean, plan.eta, plan.sigma_fixed)
         zs, sigma, per_run, parts, score_part, reports, extra = state
+        return _Account(scale, eps, zs, sigma, per_run, parts, score_part, reports, extra)
 
-        # ---- the mechanism: K runs, each a random candidate on a random split
-        secure = bool(base_params.get("secure_mode", False))
+    def _select(self, plan: "_Plan", acct: "_Account", X, encoded):
+        """The mechanism: K runs, each a random candidate on a random split, scored by a noisy
+        count; (K, (noisy score, candidate, fit) of the best, or None when K = 0)."""
         rng = np.random.default_rng(self.random_state)
-        K = draw_runs(selection, mean, rng, eta=eta, delta=delta)
+        K = draw_runs(plan.selection, plan.mean, rng, eta=plan.eta, delta=plan.delta)
         best = None
         for _ in range(K):
-            c = int(rng.integers(len(grid)))
-            perm = rng.permutation(n)
-            val, tr = perm[:n_val], perm[n_val:]
-            params = cand_params[c]
-            seed = None if secure else int(rng.integers(2**63 - 1))
+            c = int(rng.integers(len(plan.grid)))
+            perm = rng.permutation(plan.n)
+            val, tr = perm[:plan.n_val], perm[plan.n_val:]
+            seed = None if plan.secure else int(rng.integers(2**63 - 1))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fit = self._train(params, X[tr], encoded[tr], classes.size, zs[c], delta, seed)
-            expected = runs[c].replace(noise_multiplier=zs[c])
+                fit = self._train(plan.cand_params[c], X[tr], encoded[tr], plan.classes.size, acct.zs[c],
+                                  plan.delta, seed)
+            expected = plan.runs[c].replace(noise_multiplier=acct.zs[c])
             if fit.run != expected:
                 raise RuntimeError(
                     "the candidate's executed run differs from the one accounted for; refusing to "
                     f"certify. accounted: {expected!r}; executed: {fit.run!r}")
             pred = self._predict_encoded(fit, X[val])
             correct = float(np.sum(pred == encoded[val]))
-            noisy = correct + sigma * float(rng.standard_normal())
+            noisy = correct + acct.sigma * float(rng.standard_normal())
             if best is None or noisy > best[0]:
                 best = (noisy, c, fit)
-        self.n_runs_ = K
-        self.noise_multipliers_ = list(zs)
-        self.score_noise_ = sigma
-        self.epsilon_ = eps
-        self.delta_ = delta
-        self.classes_ = classes
-        self.privacy_report_ = self._report(grid, runs, zs, sigma, reports, per_run, parts, score_part,
-                                            extra, eps, delta, selection, mean, eta, K, n, n_val,
-                                            target, scale, analyses)
-        self.privacy_report_["classes"] = {"source": classes_source, "classes": classes.tolist()}
-        if best is None:
-            self.best_fit_ = None
-            raise NoRunsDrawn(
-                f"the random number of runs drawn was K = 0 (probability exp(-{mean:g})): no model to "
-                "release. The privacy_report_ is set; running fit again is a second tuning (compose).")
-        noisy, c, fit = best
-        self.best_fit_ = fit
-        W, s = fit.result.coef, fit.result.intercept_scaling  # score = clip(x)·W[:-1] + s·W[-1]
-        if W.ndim == 1:
-            self.coef_, self.intercept_ = W[:-1][None, :].copy(), s * W[-1:]
-        else:
-            self.coef_, self.intercept_ = W[:-1].T.copy(), s * W[-1]
-        self.best_params_ = dict(grid[c])
-        self.best_index_ = c
-        self.best_score_ = noisy / n_val
-        self.privacy_report_["selected"] = {"params": _plain(grid[c]), "index": c,
-                                            "noisy_validation_accuracy": self.best_score_}
-        return self
+        return K, best
 
-    def _report(self, grid, runs, zs, sigma, reports, per_run, parts, score_part, extra, eps, delta,
-                selection, mean, eta, K, n, n_val, target, scale, analyses):
+    def _report(self, plan: "_Plan", acct: "_Account", K: int) -> dict:
+        grid, runs, selection, analyses = plan.grid, plan.runs, plan.selection, plan.analyses
+        zs, sigma, reports, per_run, parts, extra = acct.zs, acct.sigma, acct.reports, acct.per_run, acct.parts, acct.extra
+        eps, delta, mean, eta = acct.eps, plan.delta, plan.mean, plan.eta
+        n, n_val, target, scale = plan.n, plan.n_val, plan.target, acct.scale
         theorem = {
             "poisson": "Papernot & Steinke (ICLR 2022), Theorem 6 (K ~ Poisson)",
             "negative-binomial": "Papernot & Steinke (ICLR 2022), Theorem 2 (K ~ truncated negative binomial)",
@@ -855,8 +555,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         of the *whole* label set (public), exactly as NoisySGDClassifier.fit would run it
         for those parameters — but with a label set that does not depend on which
         classes the random training part happens to contain."""
-        from .estimators import classification_loss
-        from .private_fit import Bounds, Execution, Privacy, Schedule, fit_private
+        from ..estimators import classification_loss
+        from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         b = params["batch_size"]
@@ -911,7 +611,45 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
 
 def _intercept_scaling(params: dict) -> float:
     """The bias coordinate s a candidate's NoisySGDClassifier uses ("auto" resolved as it would)."""
-    from .estimators import auto_intercept_scaling
+    from ..estimators import auto_intercept_scaling
 
     value = params.get("intercept_scaling", "auto")
     return auto_intercept_scaling(params["feature_clip"]) if value == "auto" else float(value)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A tuning fixed before any fit: the candidates and their runs, the selection rule and
+    its parameters, the target, δ, the split sizes and the declared (or found) classes."""
+
+    grid: list
+    cand_params: list
+    runs: list
+    analyses: object
+    selection: str
+    mean: float
+    eta: float
+    target: float
+    sigma_fixed: float | None
+    delta: float
+    n: int
+    n_val: int
+    classes: np.ndarray
+    classes_source: str
+    secure: bool
+
+
+@dataclass(frozen=True)
+class _Account:
+    """The calibrated tuning: the noise scale s, its ε, each candidate's noise multiplier,
+    the score's σ, and the per-run bound with its parts (what the report shows)."""
+
+    scale: float
+    eps: float
+    zs: list
+    sigma: float
+    per_run: object
+    parts: list
+    score_part: object
+    reports: list
+    extra: dict
