@@ -222,76 +222,14 @@ def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, lo
     alpha = validate_orders(orders)
     T = int(steps)
     A = np.broadcast_to(np.asarray(pabi_scale, dtype=float), alpha.shape)
-    comp = T * sampled_gaussian_rdp(alpha, q, noise_to_sensitivity)
-    best = comp.copy()
-    best_u = np.ones_like(alpha)
-    best_w = np.full_like(alpha, float(T))
+    search = _SplitSearch(alpha, q, noise_to_sensitivity, log_c, T, window_table)
+    search.best = T * sampled_gaussian_rdp(alpha, q, noise_to_sensitivity)  # the composition branch, u = 1
     if T < 2:
-        return best, best_u, best_w
-
-    if window_table is not None:
-        table_w = np.asarray(window_table[0], dtype=float)
-        table_c = np.asarray(window_table[1], dtype=float)
-
-    def inner(Q, B, fixed=None):
-        """min over windows of T̃·Q + B·weight(T̃) (or at the ``fixed`` windows)."""
-        if window_table is None:
-            if fixed is None:
-                return _best_window(Q, B, log_c, float(T - 1))
-            return fixed * Q + B * _pabi_weight(fixed, log_c), fixed
-        if fixed is not None:
-            k = np.searchsorted(table_w, fixed)
-            return fixed * Q + B * table_c[k], fixed
-        vals = table_w * Q[..., None] + B[..., None] * table_c
-        k = np.argmin(vals, axis=-1)
-        return np.take_along_axis(vals, k[..., None], -1)[..., 0], table_w[k]
-
-    def evaluate(x, fixed=None):
-        u = special.expit(x)
-        Q = sampled_gaussian_rdp_pairs(alpha, q, noise_to_sensitivity * np.sqrt(u))
-        B = A / special.expit(-x)  # A / (1 − u), accurate for u near 1
-        return inner(Q, B, fixed)
-
-    def keep(x, value, window):
-        nonlocal best, best_u, best_w
-        better = value < best
-        best = np.where(better, value, best)
-        best_u = np.where(better, special.expit(x), best_u)
-        best_w = np.where(better, window, best_w)
-
-    def golden(lo, hi, fixed=None):
-        """Golden-section search of each order's objective on [lo, hi]; every
-        evaluated point is kept (each is a valid bound); returns the best x."""
-        c = hi - _INVPHI * (hi - lo)
-        d = lo + _INVPHI * (hi - lo)
-        (fc, wc), (fd, wd) = evaluate(c, fixed), evaluate(d, fixed)
-        keep(c, fc, wc)
-        keep(d, fd, wd)
-        for _ in range(_GOLDEN_ITERATIONS):
-            left = fc <= fd  # the minimum is in [lo, d]
-            hi = np.where(left, d, hi)
-            lo = np.where(left, lo, c)
-            new_c = np.where(left, hi - _INVPHI * (hi - lo), d)
-            new_d = np.where(left, c, lo + _INVPHI * (hi - lo))
-            x_new = np.where(left, new_c, new_d)
-            f_new, w_new = evaluate(x_new, fixed)
-            keep(x_new, f_new, w_new)
-            fc, fd = np.where(left, f_new, fd), np.where(left, fc, f_new)
-            c, d = new_c, new_d
-
+        return search.result()
     xs = _SPLIT_GRID if grid is None else np.asarray(grid, dtype=float)
-    flat_x = np.repeat(xs[None, :], alpha.size, axis=0)
-    u = special.expit(flat_x)
-    Q = sampled_gaussian_rdp_pairs(
-        np.repeat(alpha, xs.size), q, (noise_to_sensitivity * np.sqrt(u)).ravel()
-    ).reshape(alpha.size, xs.size)
-    B = A[:, None] / special.expit(-flat_x)
-    values, windows = inner(Q, B)
-    i = np.argmin(values, axis=1)
-    rows = np.arange(alpha.size)
-    keep(xs[i], values[rows, i], windows[rows, i])
+    i = search.on_grid(xs, A)
     if not refine or xs.size < 3:
-        return best, best_u, best_w
+        return search.result()
     # Refine inside the bracket of the best grid point.  The objective is the
     # lower envelope over integer windows T̃ of smooth curves, so it can have a
     # local minimum on each piece: search the envelope, then each of the
@@ -300,16 +238,99 @@ def split_bound(orders, *, q: float, noise_to_sensitivity: float, pabi_scale, lo
     hi = xs[np.minimum(i + 1, xs.size - 1)]
     lo = np.where(i == 0, lo - 8.0, lo)
     hi = np.where(i == xs.size - 1, hi + 8.0, hi)
-    golden(lo, hi)
-    around = best_w.copy()
+    search.golden(lo, hi, A)
+    around = search.best_w.copy()
     for offset in (-1, 0, 1):
-        if window_table is None:
-            fixed = np.clip(around + offset, 1.0, float(T - 1))
-        else:  # the neighbours in the table
-            k = np.clip(np.searchsorted(table_w, around) + offset, 0, table_w.size - 1)
-            fixed = table_w[k]
-        golden(lo, hi, fixed)
-    return best, best_u, best_w
+        search.golden(lo, hi, A, search.neighbour_windows(around, offset))
+    return search.result()
+
+
+class _SplitSearch:
+    """The minimisation behind :func:`split_bound`, order-wise: the noise split x = logit(u)
+    and the window T̃, over a grid then by golden-section search; every point evaluated is
+    a valid bound, and the smallest per order is kept (``best``, with its u and T̃)."""
+
+    def __init__(self, alpha, q, noise_to_sensitivity, log_c, T, window_table):
+        self.alpha, self.q, self.nts, self.log_c, self.T = alpha, q, noise_to_sensitivity, log_c, T
+        self.table = None if window_table is None else (np.asarray(window_table[0], dtype=float),
+                                                         np.asarray(window_table[1], dtype=float))
+        self.best = None
+        self.best_u = np.ones_like(alpha)
+        self.best_w = np.full_like(alpha, float(T))
+
+    def result(self):
+        return self.best, self.best_u, self.best_w
+
+    def inner(self, Q, B, fixed=None):
+        """min over windows of T̃·Q + B·weight(T̃) (or at the ``fixed`` windows)."""
+        if self.table is None:
+            if fixed is None:
+                return _best_window(Q, B, self.log_c, float(self.T - 1))
+            return fixed * Q + B * _pabi_weight(fixed, self.log_c), fixed
+        table_w, table_c = self.table
+        if fixed is not None:
+            k = np.searchsorted(table_w, fixed)
+            return fixed * Q + B * table_c[k], fixed
+        vals = table_w * Q[..., None] + B[..., None] * table_c
+        k = np.argmin(vals, axis=-1)
+        return np.take_along_axis(vals, k[..., None], -1)[..., 0], table_w[k]
+
+    def evaluate(self, x, A, fixed=None):
+        u = special.expit(x)
+        Q = sampled_gaussian_rdp_pairs(self.alpha, self.q, self.nts * np.sqrt(u))
+        B = A / special.expit(-x)  # A / (1 − u), accurate for u near 1
+        return self.inner(Q, B, fixed)
+
+    def keep(self, x, value, window):
+        better = value < self.best
+        self.best = np.where(better, value, self.best)
+        self.best_u = np.where(better, special.expit(x), self.best_u)
+        self.best_w = np.where(better, window, self.best_w)
+
+    def on_grid(self, xs, A) -> np.ndarray:
+        """Every order at every split of the grid ``xs``; keeps each order's best and returns
+        its index in ``xs``."""
+        alpha = self.alpha
+        flat_x = np.repeat(xs[None, :], alpha.size, axis=0)
+        u = special.expit(flat_x)
+        Q = sampled_gaussian_rdp_pairs(
+            np.repeat(alpha, xs.size), self.q, (self.nts * np.sqrt(u)).ravel()
+        ).reshape(alpha.size, xs.size)
+        B = A[:, None] / special.expit(-flat_x)
+        values, windows = self.inner(Q, B)
+        i = np.argmin(values, axis=1)
+        rows = np.arange(alpha.size)
+        self.keep(xs[i], values[rows, i], windows[rows, i])
+        return i
+
+    def neighbour_windows(self, around, offset):
+        """The windows ``offset`` (−1, 0, +1) next to ``around``: integers in [1, T − 1], or the
+        neighbours in the table of a schedule."""
+        if self.table is None:
+            return np.clip(around + offset, 1.0, float(self.T - 1))
+        table_w = self.table[0]
+        k = np.clip(np.searchsorted(table_w, around) + offset, 0, table_w.size - 1)
+        return table_w[k]
+
+    def golden(self, lo, hi, A, fixed=None):
+        """Golden-section search of each order's objective on [lo, hi]; every evaluated point
+        is kept (each is a valid bound)."""
+        c = hi - _INVPHI * (hi - lo)
+        d = lo + _INVPHI * (hi - lo)
+        (fc, wc), (fd, wd) = self.evaluate(c, A, fixed), self.evaluate(d, A, fixed)
+        self.keep(c, fc, wc)
+        self.keep(d, fd, wd)
+        for _ in range(_GOLDEN_ITERATIONS):
+            left = fc <= fd  # the minimum is in [lo, d]
+            hi = np.where(left, d, hi)
+            lo = np.where(left, lo, c)
+            new_c = np.where(left, hi - _INVPHI * (hi - lo), d)
+            new_d = np.where(left, c, lo + _INVPHI * (hi - lo))
+            x_new = np.where(left, new_c, new_d)
+            f_new, w_new = self.evaluate(x_new, A, fixed)
+            self.keep(x_new, f_new, w_new)
+            fc, fd = np.where(left, f_new, fd), np.where(left, fc, f_new)
+            c, d = new_c, new_d
 
 
 #: Windows evaluated exactly (longer windows: an integral bound, convex case only).

@@ -203,15 +203,9 @@ def _train_rank(rank, world, args, out) -> None:
             extra={"workers": world, "backend": "torch.distributed " + args.backend})
 
 
-def _shard_trainer(run, loss, X, y, *, rows, device, feature_clip, target_bound, random_state, dtype,
-                   analyses, record, callback, secure_mode, checkpoint, checkpoint_every, resume,
-                   keep_checkpoint, checkpoint_context, intercept_scaling=1.0):
-    """fit_private's trainer on this rank's shard (train()'s signature; no record, no progress)."""
+def _shard_trainer(run, loss, X, y, *, rows, device, record=False, callback=None, **engine):
+    """fit_private's trainer on this rank's shard: :func:`noisysgd.train.train`'s signature
+    (``engine``: its keyword arguments), with no trajectory record and no progress callback."""
     from ..train.distributed import train_distributed
 
-    return train_distributed(run, loss, X, y, rows=rows, feature_clip=feature_clip, target_bound=target_bound,
-                             intercept_scaling=intercept_scaling,
-                             random_state=random_state, dtype=dtype, analyses=analyses,
-                             secure_mode=secure_mode, device=device, checkpoint=checkpoint,
-                             checkpoint_every=checkpoint_every, resume=resume,
-                             keep_checkpoint=keep_checkpoint, checkpoint_context=checkpoint_context)
+    return train_distributed(run, loss, X, y, rows=rows, device=device, **engine)
