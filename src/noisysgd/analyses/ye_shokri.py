@@ -343,65 +343,99 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
         raise ValueError(f"steps must be positive integers in non-decreasing order. Found {steps!r}.")
     if not 0.0 < q <= 1.0:
         raise ValueError(f"q must be in (0, 1]. Found {q!r}.")
-    c2 = math.exp(log_c2)
-    a_lim = math.log(q) + r  # lim_{s→∞} f(s) − s
+    rec = _SamplingRecursion(r, q, math.exp(log_c2))
     out = np.empty((ts.size, alpha.size))
-    s = np.zeros(alpha.size)
-    fixed = np.full(alpha.size, np.nan)  # certified fixed point
-    fixed_at = np.full(alpha.size, np.inf)
-    slope = np.full(alpha.size, np.nan)  # settled increment (linear regime)
-    anchor_t = np.zeros(alpha.size)
-    t, nxt = 0, 0
-    fs = _sampling_map(s, r, q, c2)  # f(s) at the current iterate, one map call per step
-
-    capped = np.zeros(alpha.size, dtype=bool)  # linear bound and fixed point, both valid
-
-    def value(T):
-        v = s.copy()
-        done = ~np.isnan(fixed)
-        v[done] = fixed[done]
-        lin = ~np.isnan(slope)
-        v[lin] = s[lin] + (T - anchor_t[lin]) * slope[lin]
-        v[capped] = np.minimum(v[capped], fixed[capped])
-        if done.any():  # a fixed point certified at step T itself: the iterate is exact
-            exact = (fixed_at == T) & ~capped
-            v[exact] = s[exact]
-        return v
-
-    def cap(orders):
-        """Stop iterating ``orders``: bound s_T by the linear bound from here and,
-        where there is one, a certified fixed point (root-finding)."""
-        for i in orders:
-            slope[i] = fs[i] - s[i]
-            anchor_t[i] = t
-            if a_lim[i] < 0.0:
-                star = _certified_fixed_point(s[i], r[i], q, c2)
-                if star is not None:
-                    fixed[i] = star
-                    capped[i] = True
-
-    slow_check = _SETTLE_ITERATIONS
+    nxt = 0
     while nxt < ts.size:
-        todo = np.isnan(fixed) & np.isnan(slope)
-        if t >= _MAX_ITERATIONS or not todo.any():
+        todo = np.isnan(rec.fixed) & np.isnan(rec.slope)
+        if rec.t >= _MAX_ITERATIONS or not todo.any():
             break
         idx = np.flatnonzero(todo)
         # Iterate with nothing but the map up to the next multiple of _BLOCK
-        # (or requested T); the checks below run at multiples of _BLOCK only,
+        # (or requested T); the checks run at multiples of _BLOCK only,
         # so what is certified when does not depend on which T were requested.
-        block = int(min(_BLOCK - t % _BLOCK, ts[nxt] - t, _MAX_ITERATIONS - t))
-        cur, nxt_val, r_i = s[idx], fs[idx], r[idx]
+        block = int(min(_BLOCK - rec.t % _BLOCK, ts[nxt] - rec.t, _MAX_ITERATIONS - rec.t))
+        cur, prev, nxt_val = rec.iterate(idx, block)
+        if rec.t % _BLOCK == 0:
+            rec.check(idx, cur, prev, nxt_val)
+        while nxt < ts.size and ts[nxt] == rec.t:
+            out[nxt] = rec.value(rec.t)
+            nxt += 1
+    if nxt < ts.size:  # the iteration was cut: closed-form bounds for the rest
+        rec.cap(np.flatnonzero(np.isnan(rec.fixed) & np.isnan(rec.slope)))
+        for k in range(nxt, ts.size):
+            out[k] = rec.value(float(ts[k]))
+    fixed_at = rec.fixed_at
+    # Round up: float rounding (of c² above all) drifts by about 1e-16 per step;
+    # 1e-9 relative covers 10⁶ iterated steps with room, and a bound must never
+    # come out below the exact recursion.
+    curve = out / (alpha - 1.0) * (1.0 + 1e-9)
+    curve = curve[0] if scalar else curve
+    if return_info:
+        return curve, fixed_at
+    return curve
+
+
+class _SamplingRecursion:
+    """The state of Theorem 4.3's recursion s_{t+1} = f(s_t), order-wise: the iterate s_t
+    and f(s_t), and per order a certified fixed point (``fixed``, from step ``fixed_at``), a
+    settled increment for the linear bound (``slope``, from ``anchor_t``), or both
+    (``capped``: the smaller is used)."""
+
+    def __init__(self, r, q: float, c2: float):
+        self.r, self.q, self.c2 = r, q, c2
+        self.a_lim = math.log(q) + r  # lim_{s→∞} f(s) − s
+        size = r.size
+        self.s = np.zeros(size)
+        self.fixed = np.full(size, np.nan)  # certified fixed point
+        self.fixed_at = np.full(size, np.inf)
+        self.slope = np.full(size, np.nan)  # settled increment (linear regime)
+        self.anchor_t = np.zeros(size)
+        self.capped = np.zeros(size, dtype=bool)  # linear bound and fixed point, both valid
+        self.t = 0
+        self.fs = _sampling_map(self.s, r, q, c2)  # f(s) at the current iterate, one map call per step
+        self.slow_check = _SETTLE_ITERATIONS
+
+    def value(self, T):
+        s, fixed = self.s, self.fixed
+        v = s.copy()
+        done = ~np.isnan(fixed)
+        v[done] = fixed[done]
+        lin = ~np.isnan(self.slope)
+        v[lin] = s[lin] + (T - self.anchor_t[lin]) * self.slope[lin]
+        v[self.capped] = np.minimum(v[self.capped], fixed[self.capped])
+        if done.any():  # a fixed point certified at step T itself: the iterate is exact
+            exact = (self.fixed_at == T) & ~self.capped
+            v[exact] = s[exact]
+        return v
+
+    def cap(self, orders):
+        """Stop iterating ``orders``: bound s_T by the linear bound from here and,
+        where there is one, a certified fixed point (root-finding)."""
+        for i in orders:
+            self.slope[i] = self.fs[i] - self.s[i]
+            self.anchor_t[i] = self.t
+            if self.a_lim[i] < 0.0:
+                star = _certified_fixed_point(self.s[i], self.r[i], self.q, self.c2)
+                if star is not None:
+                    self.fixed[i] = star
+                    self.capped[i] = True
+
+    def iterate(self, idx, block: int):
+        """``block`` steps of the map for the orders ``idx``; (s_t, s_{t−1}, f(s_t)) of them."""
+        cur, nxt_val, r_i = self.s[idx], self.fs[idx], self.r[idx]
+        prev = cur
         for _ in range(block):
             prev, cur = cur, nxt_val
-            nxt_val = _sampling_map(cur, r_i, q, c2)
-        t += block
-        s[idx], fs[idx], anchor_t[idx] = cur, nxt_val, t
-        if t % _BLOCK:
-            while nxt < ts.size and ts[nxt] == t:
-                out[nxt] = value(t)
-                nxt += 1
-            continue
-        new, step, d = cur, cur - prev, nxt_val - cur
+            nxt_val = _sampling_map(cur, r_i, self.q, self.c2)
+        self.t += block
+        self.s[idx], self.fs[idx], self.anchor_t[idx] = cur, nxt_val, self.t
+        return cur, prev, nxt_val
+
+    def check(self, idx, new, prev, nxt_val):
+        """At a multiple of _BLOCK: certify fixed points, settle slopes, cap slow orders."""
+        s, r, t, a_lim = self.s, self.r, self.t, self.a_lim
+        step, d = new - prev, nxt_val - new
         # Near a fixed point: certify one just above the iterate.  If f(s̄) ≤ s̄
         # then every later iterate stays below s̄ (f is increasing and s_t ≤ s̄),
         # so s̄ bounds s_T for every T ≥ t.  Candidates: the iterate plus 4× the
@@ -416,38 +450,23 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
             j = idx[close]
             cand = np.where(stalled[close], s[j] * (1.0 + 1e-11),
                             np.maximum(s[j] + 4.0 * gap[close], s[j] * (1.0 + 1e-11))) + 1e-300
-            ok = _sampling_map(cand, r[j], q, c2) <= cand * (1.0 - 1e-14)
-            fixed[j[ok]] = cand[ok]
-            fixed_at[j[ok]] = t
+            ok = _sampling_map(cand, r[j], self.q, self.c2) <= cand * (1.0 - 1e-14)
+            self.fixed[j[ok]] = cand[ok]
+            self.fixed_at[j[ok]] = t
         # No fixed point (q·e^r >= 1): once the increments have settled, use the
         # linear bound s_T <= s_t + (T − t)·d_t (valid at any t; tight once settled).
-        settled = (np.isnan(fixed[idx]) & (a_lim[idx] >= 0.0)
+        settled = (np.isnan(self.fixed[idx]) & (a_lim[idx] >= 0.0)
                    & ((d - a_lim[idx] <= 1e-10 * np.abs(d)) | (t >= _SETTLE_ITERATIONS)))
-        slope[idx[settled]] = d[settled]
+        self.slope[idx[settled]] = d[settled]
         # Orders creeping towards a far fixed point (contraction ratio near 1) would
         # take more than _SLOW_ITERATIONS further steps to converge: cap them.
-        if t >= slow_check:
-            slow_check = t + 1024
+        if t >= self.slow_check:
+            self.slow_check = t + 1024
             with np.errstate(divide="ignore", invalid="ignore"):
                 need = np.log(_GAP_RTOL * new / gap) / np.log(ratio)
-            slow = (np.isnan(fixed[idx]) & np.isnan(slope[idx]) & (a_lim[idx] < 0.0)
+            slow = (np.isnan(self.fixed[idx]) & np.isnan(self.slope[idx]) & (a_lim[idx] < 0.0)
                     & ~(need <= _SLOW_ITERATIONS))
-            cap(idx[slow])
-        while nxt < ts.size and ts[nxt] == t:
-            out[nxt] = value(t)
-            nxt += 1
-    if nxt < ts.size:  # the iteration was cut: closed-form bounds for the rest
-        cap(np.flatnonzero(np.isnan(fixed) & np.isnan(slope)))
-        for k in range(nxt, ts.size):
-            out[k] = value(float(ts[k]))
-    # Round up: float rounding (of c² above all) drifts by about 1e-16 per step;
-    # 1e-9 relative covers 10⁶ iterated steps with room, and a bound must never
-    # come out below the exact recursion.
-    curve = out / (alpha - 1.0) * (1.0 + 1e-9)
-    curve = curve[0] if scalar else curve
-    if return_info:
-        return curve, fixed_at
-    return curve
+            self.cap(idx[slow])
 
 
 def _certified_fixed_point(s0: float, r: float, q: float, c2: float):
