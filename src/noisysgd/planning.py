@@ -271,7 +271,6 @@ def plan(
     names = _names(analyses)
     best = BEST in names
     chosen = list(ANALYSES) if best else list(dict.fromkeys(names))
-    per_epoch = run.steps_per_epoch
     # Plateaus are searched on a log grid up to 10⁷ epochs evaluated together
     # with the plan's epochs (one pass of every analysis); the PLD, which
     # grows without bound and costs a composition per point, only on the plan's.
@@ -279,12 +278,7 @@ def plan(
     grid = np.union1d(ep, _SEARCH_GRID) if search else ep
     at_ep = np.searchsorted(grid, ep)
 
-    def evaluate(name: str, epochs: np.ndarray) -> StepsCurve:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OrderGridWarning)  # edge orders are expected on curves
-            return get_analysis(name).curve(run, epochs * per_epoch, delta=d, orders=alpha,
-                                            conversion=conversion)
-
+    evaluate = _Evaluator(run, d, alpha, conversion)
     stages = bar(len(chosen) + 3 + (target is not None), "plan", progress, unit="stage")
     on_grid = {}
     for name in chosen:
@@ -302,37 +296,10 @@ def plan(
     crossovers = _crossovers(run, ep, raw, d) if has_baseline else {}
     stages.update()
     stages.set_description_str("plan: plateaus")
-
-    def combined_at(epochs: np.ndarray) -> np.ndarray:
-        parts = {n: evaluate(n, epochs) for n, c in on_grid.items()
-                 if c.rdp is not None and c.applies.any() and (c.sound or include_unsound)}
-        comb = _combined(parts, epochs, d, alpha, conversion, include_unsound)
-        return np.full(epochs.size, np.inf) if comb is None else comb.epsilon
-
-    curves: dict[str, PlanCurve] = {}
-    for name, c in raw.items():
-        limit = plateau = None
-        if search and name == COMBINED:
-            limit, plateau = _plateau(grid, combined_grid.epsilon, combined_at)
-        elif search and name not in BASELINES and c.applies.any():
-            limit, plateau = _plateau(grid, on_grid[name].epsilon,
-                                      lambda e, name=name: evaluate(name, e).epsilon)
-        curves[name] = PlanCurve(
-            name, c.sound, bool(c.applies.any()), c.reason, c.epsilon, c.order, c.exact,
-            c.not_sound_reason, limit, plateau, crossovers.get(name),
-        )
+    curves = {name: _plan_curve(name, c, crossovers.get(name), search and _plateau_of(
+        name, grid, on_grid, combined_grid, evaluate, include_unsound)) for name, c in raw.items()}
     stages.update()
-    eligible = [c for c in curves.values() if c.applies and (c.sound or include_unsound)]
-    if eligible:
-        stack = np.vstack([c.epsilon for c in eligible])
-        # ties go to a single analysis (the order-wise minimum is listed last)
-        which = np.argmin(stack, axis=0)
-        best_eps = stack[which, np.arange(ep.size)]
-        best_names = [eligible[i].analysis if math.isfinite(best_eps[j]) else None
-                      for j, i in enumerate(which)]
-    else:
-        best_eps = np.full(ep.size, np.inf)
-        best_names = [None] * ep.size
+    best_eps, best_names = _best_per_epoch(curves, include_unsound, ep.size)
     budget = None
     if target is not None:
         stages.set_description_str("plan: epoch budget")
@@ -344,7 +311,7 @@ def plan(
     stages.update()
     stages.close()
     details = {
-        "steps_per_epoch": per_epoch,
+        "steps_per_epoch": run.steps_per_epoch,
         "orders": [float(a) for a in alpha],
         "conversion": conversion,
         "plateau_rtol": PLATEAU_RTOL,
@@ -357,6 +324,55 @@ def plan(
             "composition never lowers epsilon with more steps"
         )
     return Plan(run, d, ep, curves, best_eps, best_names, include_unsound, budget, details, conversion, line)
+
+
+class _Evaluator:
+    """One analysis' curve of ``run`` over whole epochs (edge-order warnings are expected on
+    curves and silenced)."""
+
+    def __init__(self, run: Run, delta: float, orders, conversion: str):
+        self.run, self.delta, self.orders, self.conversion = run, delta, orders, conversion
+
+    def __call__(self, name: str, epochs: np.ndarray) -> StepsCurve:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OrderGridWarning)
+            return get_analysis(name).curve(self.run, epochs * self.run.steps_per_epoch, delta=self.delta,
+                                            orders=self.orders, conversion=self.conversion)
+
+
+def _plateau_of(name, grid, on_grid, combined_grid, evaluate: _Evaluator, include_unsound: bool):
+    """(limit, plateau epoch) of a convergent curve on the search grid, or (None, None): the
+    baselines grow without bound; the order-wise minimum is recombined at each probe."""
+    if name == COMBINED:
+        def combined_at(epochs: np.ndarray) -> np.ndarray:
+            parts = {n: evaluate(n, epochs) for n, c in on_grid.items()
+                     if c.rdp is not None and c.applies.any() and (c.sound or include_unsound)}
+            comb = _combined(parts, epochs, evaluate.delta, evaluate.orders, evaluate.conversion, include_unsound)
+            return np.full(epochs.size, np.inf) if comb is None else comb.epsilon
+
+        return _plateau(grid, combined_grid.epsilon, combined_at)
+    if name not in BASELINES and on_grid[name].applies.any():
+        return _plateau(grid, on_grid[name].epsilon, lambda e: evaluate(name, e).epsilon)
+    return None, None
+
+
+def _plan_curve(name: str, c: StepsCurve, crossover, plateau) -> PlanCurve:
+    limit, at = plateau if plateau else (None, None)
+    return PlanCurve(name, c.sound, bool(c.applies.any()), c.reason, c.epsilon, c.order, c.exact,
+                     c.not_sound_reason, limit, at, crossover)
+
+
+def _best_per_epoch(curves: dict, include_unsound: bool, size: int):
+    """The smallest eligible ε at each epoch and the analysis giving it (ties go to a single
+    analysis: the order-wise minimum is listed last)."""
+    eligible = [c for c in curves.values() if c.applies and (c.sound or include_unsound)]
+    if not eligible:
+        return np.full(size, np.inf), [None] * size
+    stack = np.vstack([c.epsilon for c in eligible])
+    which = np.argmin(stack, axis=0)
+    best_eps = stack[which, np.arange(size)]
+    best_names = [eligible[i].analysis if math.isfinite(best_eps[j]) else None for j, i in enumerate(which)]
+    return best_eps, best_names
 
 
 #: Most epochs at which a plan evaluates the limit line (each costs up to ~0.5 s for
