@@ -682,7 +682,8 @@ def test_cli_audit_bad_input_is_one_line_and_status_2(capsys, argv, needle):
 
 def test_cli_audit_violation_exit_status(monkeypatch, capsys):
     """A failed audit exits with status 3 (simulated: a trainer with 10x less noise)."""
-    from noisysgd.audit import adversaries, cli as audit_cli
+    from noisysgd.audit import adversaries
+    from noisysgd.cli import audit as audit_cli
 
     real = adversaries.audit_at_1d
 

@@ -1,4 +1,4 @@
-"""`noisysgd figures` and noisysgd.plots: the PNG files, the error paths, the plotted bounds,
+"""`noisysgd figures` and noisysgd.figures: the PNG files, the error paths, the plotted bounds,
 the committed figures in docs/figures (their data equal what the code computes), and
 `noisysgd plan --plot`."""
 
@@ -16,8 +16,8 @@ import pytest
 import noisysgd
 from noisysgd.cli import build_parser, main
 from noisysgd.planning import PLATEAU_RTOL
-from noisysgd.plots import (
-    _YS_CURVES,
+from noisysgd.figures.ye_shokri import _YS_CURVES
+from noisysgd.figures import (
     MATPLOTLIB_MISSING,
     PAPERS,
     SERIES_DIGITS,
@@ -605,9 +605,9 @@ def test_gitignore_keeps_the_committed_figures():
 
 
 def test_figure_series_rounds_to_significant_digits_and_keeps_integers():
-    fig = noisysgd.plots.FigureData(
+    fig = noisysgd.figures.FigureData(
         name="t", title="t", caption="c",
-        curves={"a": noisysgd.plots.Curve("a", np.array([1, 10, 2**40]),
+        curves={"a": noisysgd.figures.Curve("a", np.array([1, 10, 2**40]),
                                           np.array([math.pi, 123456789.0, math.inf]))},
         vlines={"v": 2.5}, dots={"a": (10.0, 1 / 3)})
     s = figure_series(fig, digits=3)

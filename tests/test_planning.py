@@ -194,7 +194,7 @@ def test_cli_plan_json_is_the_api(capsys, cyclic_plan):
 
 
 def test_cli_plan_table_and_plot(capsys, tmp_path, cyclic_plan):
-    from noisysgd.plots import plan_figure_data
+    from noisysgd.figures import plan_figure_data
 
     png = tmp_path / "curve.png"
     assert main([*FLAGS, "--epochs", "1:300", "--epsilon", "2.5", "--plot", str(png)]) == 0

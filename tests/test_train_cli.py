@@ -163,11 +163,11 @@ def test_a_killed_train_leaves_no_output(tmp_path, blobs):
     out = tmp_path / "m"
     code = (
         "import sys, os, signal\n"
-        "from noisysgd import trainer\n"
-        "orig = trainer.train\n"
+        "from noisysgd import private_fit\n"
+        "orig = private_fit.train\n"
         "def killer(*a, **k):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "trainer.train = killer\n"
+        "private_fit.train = killer\n"
         "from noisysgd.cli import main\n"
         f"sys.exit(main(['train', {str(path)!r}, '--target', 'label', '--out', {str(out)!r}, '--quiet']))\n"
     )

@@ -26,7 +26,7 @@ import numpy as np
 from . import __version__
 from .io import atomic_directory, write_json
 from .planning import plan
-from .plots import plan_figure
+from .figures import plan_figure
 
 __all__ = ["CONFIG", "run_demo", "write_report", "table"]
 
@@ -210,7 +210,7 @@ def _markdown(result: dict) -> str:
 
 
 def _accuracy_plot(result: dict, path: Path) -> None:
-    from .plots import _matplotlib
+    from .figures.draw import _matplotlib
 
     Figure, FigureCanvasAgg = _matplotlib()
     fig = Figure(figsize=(7.5, 3.8), dpi=120)

@@ -17,7 +17,7 @@ HELP = "train the same private model certified by hidden state and by compositio
 
 def cmd_demo(args) -> int:
     from ..io import check_output_dir
-    from ..plots import require_matplotlib
+    from ..figures import require_matplotlib
     from ..demo import CONFIG, run_demo, table, write_report
 
     check_output_dir(args.out, replace_marker=MARKER)

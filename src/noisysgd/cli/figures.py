@@ -19,7 +19,7 @@ examples:
 
 
 def add_parser(sub) -> None:
-    from ..plots import PAPERS
+    from ..figures import PAPERS
 
     f = sub.add_parser(
         "figures",
@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_figures(args) -> int:
-    from ..plots import require_matplotlib, write_figures
+    from ..figures import require_matplotlib, write_figures
 
     out = check_out_dir(args.out)
     try:

@@ -55,7 +55,7 @@ def cmd_plan(args) -> int:
     plot_path = None
     if args.plot is not None:
         from ..io import check_plot_suffix
-        from ..plots import require_matplotlib
+        from ..figures import require_matplotlib
 
         plot_path = check_output_file(args.plot, "plot")
         check_plot_suffix(plot_path, "plot")
@@ -68,7 +68,7 @@ def cmd_plan(args) -> int:
              orders=args.orders, conversion=args.conversion,
              include_unsound=args.include_unsound, epsilon=args.epsilon, progress=progress_wanted(args))
     if plot_path is not None:
-        from ..plots import plan_figure
+        from ..figures import plan_figure
 
         try:
             plan_figure(p, plot_path)
