@@ -251,6 +251,7 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
     if not convex:
         alphas = (0.0,)  # a non-convex (clipped softmax) loss: no strong convexity to claim
     search = tuple(a for a in SEARCH_ANALYSES if a in ANALYSES)
+    ctx = _Search(n, p, L, M0, convex, adjacency, eps, delta, z_given, lr_rule, B, search)
     rows = []
     for batching in batchings:
         if batching == "full":
@@ -264,8 +265,7 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
         for b in sizes:
             for epochs in epochs_grid:
                 for lam in alphas:
-                    rows.append(_candidate(n, p, batching, b, epochs, lam, L, M0, convex, adjacency,
-                                           eps, delta, z_given, lr_rule, B, search))
+                    rows.append(_candidate(ctx, batching, b, epochs, lam))
     legacy = {k: fixed.get(k, v) for k, v in LEGACY.items()}
     if adjacency != "replace" and "batching" not in fixed:
         legacy["batching"] = ADD_REMOVE_BATCHING
@@ -274,8 +274,7 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
     lb = n if legacy["batching"] == "full" else min(legacy["batch_size"], n)
     if not any(r["batching"] == legacy["batching"] and r["batch_size"] == lb and r["epochs"] == legacy["epochs"]
                and r["alpha"] == legacy["alpha"] for r in rows):
-        rows.append(_candidate(n, p, legacy["batching"], lb, legacy["epochs"], legacy["alpha"], L, M0,
-                               convex, adjacency, eps, delta, z_given, lr_rule, B, search))
+        rows.append(_candidate(ctx, legacy["batching"], lb, legacy["epochs"], legacy["alpha"]))
     for r in rows:
         r["legacy"] = (r["batching"] == legacy["batching"] and r["batch_size"] == lb
                        and r["epochs"] == legacy["epochs"] and r["alpha"] == legacy["alpha"])
@@ -291,8 +290,29 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
     return AutoConfig(dict(chosen), tuple(rows), fixed, assumptions)
 
 
-def _candidate(n, p, batching, b, epochs, lam, L, M0, convex, adjacency, eps, delta, z_given, lr_rule, B,
-               search) -> dict:
+@dataclass(frozen=True)
+class _Search:
+    """What every candidate of one search shares: n, the parameter count p = (d + 1)·outputs,
+    the loss constants L and M₀ (without λ), convexity, the adjacency, the target (ε, δ) or the
+    given z, the step-size rule, the model norm B and the analyses that calibrate."""
+
+    n: int
+    p: int
+    L: float
+    M0: float | None
+    convex: bool
+    adjacency: str
+    eps: float | None
+    delta: float
+    z_given: float | None
+    lr_rule: object
+    B: float
+    search: tuple
+
+
+def _candidate(ctx: _Search, batching, b, epochs, lam) -> dict:
+    n, p, L, M0, convex, adjacency = ctx.n, ctx.p, ctx.L, ctx.M0, ctx.convex, ctx.adjacency
+    eps, delta, z_given, lr_rule, B, search = ctx.eps, ctx.delta, ctx.z_given, ctx.lr_rule, ctx.B, ctx.search
     M = None if M0 is None else M0 + lam
     row = {"batching": batching, "batch_size": b, "epochs": epochs, "alpha": lam}
     if M is None:

@@ -170,8 +170,23 @@ def certified_epsilon(run: Run, delta: float, analyses="best") -> tuple[dict, fl
     return table, float(best.epsilon), best.analysis
 
 
-def _audit(adversary, *, run, trainer_run, fit, score, statistic, delta, confidence, runs,
-           calibration_runs, threshold, random_state, certify, details, direction=1, progress=False):
+@dataclass(frozen=True)
+class _Adversary:
+    """One adversary's side of the protocol: its name, ``fit(which, replicas, rng, on_step)``
+    on D or D′, ``score(result)`` the statistic of each final model, what the statistic is,
+    the details it reports and the direction of its default test (+1: large says D′)."""
+
+    name: str
+    fit: object
+    score: object
+    statistic: str
+    details: dict
+    direction: int = 1
+
+
+def _audit(adv: _Adversary, *, run, trainer_run, delta, confidence, runs, calibration_runs, threshold,
+           random_state, certify, progress=False):
+    fit, score, direction = adv.fit, adv.score, adv.direction
     from ..rdp import validate_delta
     from .stats import _level
 
@@ -218,13 +233,13 @@ def _audit(adversary, *, run, trainer_run, fit, score, statistic, delta, confide
     steps.close()
     times["counted_runs"] = time.perf_counter() - t0
     lb = evaluate_threshold(s0, s1, test, delta=d, confidence=c)
-    details = dict(details)
+    details = dict(adv.details)
     details["seed_entropy"] = str(ss.entropy)
     details["score_quantiles_D"] = [float(v) for v in np.quantile(s0, [0.01, 0.5, 0.99])]
     details["score_quantiles_D_prime"] = [float(v) for v in np.quantile(s1, [0.01, 0.5, 0.99])]
     return AuditResult(
-        adversary=adversary, run=run, trainer_run=trainer_run, delta=d, confidence=c, runs=runs,
-        calibration_runs=n_cal, statistic=statistic, test=test, threshold_source=source,
+        adversary=adv.name, run=run, trainer_run=trainer_run, delta=d, confidence=c, runs=runs,
+        calibration_runs=n_cal, statistic=adv.statistic, test=test, threshold_source=source,
         lower_bound=lb, certified=table, certified_epsilon=best, certified_by=by, seconds=times,
         details=details,
     )
@@ -366,10 +381,10 @@ def audit_at_1d(
             "it; start 0")
     if run.diameter is not None:
         details["burn_in_steps_T_bar"] = 0.75 * run.diameter * run.n / (run.lipschitz * run.max_learning_rate)
-    return _audit("at-1d", run=run, trainer_run=trainer, fit=fit, score=score,
-                  statistic="final iterate", delta=delta, confidence=confidence, runs=runs,
+    return _audit(_Adversary("at-1d", fit, score, "final iterate", details, direction=1), run=run,
+                  trainer_run=trainer, delta=delta, confidence=confidence, runs=runs,
                   calibration_runs=calibration_runs, threshold=threshold, random_state=random_state,
-                  certify=certify, details=details, direction=1, progress=progress)
+                  certify=certify, progress=progress)
 
 
 # --------------------------------------------------------------------------- canary in digits
@@ -508,7 +523,7 @@ def audit_canary(
         "pair": pair,
         "feature_clip": feature_clip,
     }
-    return _audit("canary", run=run, trainer_run=trainer, fit=fit, score=score,
-                  statistic="loss on the canary", delta=delta, confidence=confidence, runs=runs,
+    return _audit(_Adversary("canary", fit, score, "loss on the canary", details, direction=-1), run=run,
+                  trainer_run=trainer, delta=delta, confidence=confidence, runs=runs,
                   calibration_runs=calibration_runs, threshold=threshold, random_state=random_state,
-                  certify=certify, details=details, direction=-1, progress=progress)
+                  certify=certify, progress=progress)

@@ -499,11 +499,10 @@ def cmd_train(args) -> int:
     elif frange is not None:
         fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
     private_range = query is not None and "feature_range" in query
-    return _finish(args, out, loss=loss, classes=classes, target=table.target,
-                   feature_names=table.feature_names, source=table.path, n=n, fit=fit, quality=quality,
-                   seconds=seconds, extra=extra, feature_range=frange,
-                   feature_range_kind=None if frange is None else ("private" if private_range else "public"),
-                   center=center, center_clip=center_clip)
+    model = dict(loss=loss, classes=classes, target=table.target, feature_names=table.feature_names,
+                 feature_range=frange, center=center, center_clip=center_clip,
+                 feature_range_kind=None if frange is None else ("private" if private_range else "public"))
+    return _finish(args, out, fit, model, source=table.path, n=n, quality=quality, seconds=seconds, extra=extra)
 
 
 def _recorded(args):
@@ -545,20 +544,19 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     return center, X, holdout, combine_queries([q for q in (query, cq) if q is not None]), epsilon, delta
 
 
-def _finish(args, out, *, loss, classes, target, feature_names, source, n, fit, quality, seconds,
-            extra=None, feature_range=None, feature_range_kind=None, center=None, center_clip=None) -> int:
-    """Write model.json, certificate.json and metrics.json into ``out`` at once, and report."""
-    result = fit.result
+def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=None) -> int:
+    """Write model.json, certificate.json and metrics.json into ``out`` at once, and report.
+    ``model``: what :func:`noisysgd.model.model_document` needs besides the fit (the loss,
+    classes, target, feature names, and the feature map: ranges, center)."""
+    result, loss = fit.result, model["loss"]
+    classes = model.get("classes")
     if classes is not None:
         fit.certificate["classes"] = {"source": args.classes_source, "classes": [c.item() if hasattr(c, "item")
                                                                                  else c for c in classes]}
     model = model_document(
-        task=args.task, loss=loss, target=target, feature_names=feature_names, classes=classes,
-        classes_source=getattr(args, "classes_source", None),
-        feature_clip=args.feature_clip, coef=result.coef, version=fit.certificate["noisysgd_version"],
-        feature_range=feature_range, feature_range_kind=feature_range_kind,
-        intercept_scaling=result.intercept_scaling, center=center, center_clip=center_clip,
-    )
+        task=args.task, classes_source=getattr(args, "classes_source", None), feature_clip=args.feature_clip,
+        coef=result.coef, version=fit.certificate["noisysgd_version"], intercept_scaling=result.intercept_scaling,
+        **model)
     metrics = {
         "noise_multiplier": fit.noise_multiplier,
         "epsilon": fit.epsilon,

@@ -198,8 +198,8 @@ def _train_rank(rank, world, args, out) -> None:
     total = float(sum(sums))
     quality = ({"train_rmse": float(np.sqrt(total / n))} if args.task == "regression"
                else {"train_accuracy": total / n})
-    _finish(args, out, loss=loss, classes=classes, target=args.target, feature_names=names, source=source,
-            n=n, fit=fit, quality=quality, seconds=seconds,
+    _finish(args, out, fit, dict(loss=loss, classes=classes, target=args.target, feature_names=names),
+            source=source, n=n, quality=quality, seconds=seconds,
             extra={"workers": world, "backend": "torch.distributed " + args.backend})
 
 
