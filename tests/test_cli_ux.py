@@ -214,5 +214,5 @@ def test_one_module_per_subcommand_and_the_listing_agrees():
     for name, line in cli.COMMANDS.items():
         module = importlib.import_module(f"noisysgd.cli.{name}")
         assert (root / f"{name}.py").exists() and module.HELP == line, name
-        assert callable(module.add_parser)
+        assert callable(module.add_arguments) and module.DESCRIPTION and module.EXAMPLES
     assert not list(Path(cli.__file__).parents[1].glob("*_cli.py"))

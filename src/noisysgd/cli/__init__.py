@@ -1,8 +1,9 @@
 """The ``noisysgd`` command line: ``build_parser()`` and ``main(argv) -> int``.
 
 One module per subcommand — ``noisysgd plan`` lives in :mod:`noisysgd.cli.plan` —
-each with ``HELP`` (its line in ``noisysgd --help``), ``add_parser(sub)`` and the
-handler it registers; what they share is in :mod:`noisysgd.cli.common`.
+each with ``HELP`` (its line in ``noisysgd --help``), ``DESCRIPTION`` and
+``EXAMPLES`` (its ``--help``), ``add_arguments(parser)`` and the handler it
+registers; what they share is in :mod:`noisysgd.cli.common`.
 
 User mistakes exit with status 2 and one line on stderr naming the flag; they
 never print a traceback.  Heavy modules (numpy, scipy, scikit-learn,
@@ -17,7 +18,7 @@ import argparse
 import importlib
 import sys
 
-from .common import OneLineWarnings, Parser, UsageError, flag_for, one_line
+from .common import RAW, OneLineWarnings, Parser, UsageError, flag_for, one_line
 
 __all__ = ["build_parser", "main", "UsageError"]
 
@@ -76,7 +77,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name, line in COMMANDS.items():
         if only is None or only == name:
-            command_module(name).add_parser(sub)
+            module = command_module(name)
+            module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
+                                                epilog=module.EXAMPLES, formatter_class=RAW))
         else:
             sub.add_parser(name, help=line, add_help=False)
     for action in sub._choices_actions:  # one listing, whoever built the parser

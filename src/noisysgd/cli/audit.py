@@ -16,14 +16,13 @@ import math
 import sys
 
 from ..run import BATCHING_SCHEMES
-from .common import RAW
 
-__all__ = ["add_parser", "cmd_audit", "VIOLATION_STATUS"]
+__all__ = ["add_arguments", "cmd_audit", "VIOLATION_STATUS"]
 
 #: Exit status of an audit whose lower bound exceeds the certified ε.
 VIOLATION_STATUS = 3
 
-_EXAMPLES = """\
+EXAMPLES = """\
 defaults: at-1d: --n 10, full batches, --steps 200, --lr 1, --noise-multiplier 4, --lipschitz 1,
   --diameter 4, --runs 10000; canary: --n 200, full batches, --steps 100, --lr 1/(2M),
   --noise-multiplier 16, --feature-clip 3, --clip-norm 1, --diameter 4, --runs 2000;
@@ -78,27 +77,20 @@ def _threshold(text: str):
 
 
 HELP = "empirical privacy audit: a lower bound on epsilon from many runs, beside the certified one"
+DESCRIPTION = (
+    "Run the trainer many times on two adjacent datasets (Altschuler & Talwar's 1-D lower-bound "
+    "construction, or a canary in scikit-learn's digits), apply a distinguishing test fixed in "
+    "advance to each final model, and turn its error counts into a lower bound on epsilon "
+    "(Clopper-Pearson, Bonferroni over the two error rates) at the stated confidence; print it "
+    "beside the certified epsilon of the same run. Exit status 3 if the lower bound exceeds "
+    "the certified epsilon."
+)
 
 
-def add_parser(sub) -> None:
-    """Add the ``audit`` sub-command to ``sub`` (an argparse sub-parsers action)."""
+def add_arguments(p) -> None:
     from ..analyses import ANALYSES
     from ..accountant import BEST
 
-    p = sub.add_parser(
-        "audit",
-        help=HELP,
-        description=(
-            "Run the trainer many times on two adjacent datasets (Altschuler & Talwar's 1-D lower-bound "
-            "construction, or a canary in scikit-learn's digits), apply a distinguishing test fixed in "
-            "advance to each final model, and turn its error counts into a lower bound on epsilon "
-            "(Clopper-Pearson, Bonferroni over the two error rates) at the stated confidence; print it "
-            "beside the certified epsilon of the same run. Exit status 3 if the lower bound exceeds "
-            "the certified epsilon."
-        ),
-        epilog=_EXAMPLES,
-        formatter_class=RAW,
-    )
     p.add_argument("--adversary", required=True, choices=("at-1d", "canary"),
                    help="at-1d: Altschuler & Talwar's 1-D construction; canary: a canary in digits")
     g = p.add_argument_group("the run (defaults depend on --adversary)")

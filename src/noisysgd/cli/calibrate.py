@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 
-from .common import RAW, add_accounting_flags, add_run_flags, progress_wanted, run_from_args
+from .common import add_accounting_flags, add_run_flags, auxiliary, progress_wanted, run_from_args
 
 HELP = "the smallest noise multiplier that meets a target (epsilon, delta)"
+DESCRIPTION = (
+    "Find the smallest noise multiplier z for which the run meets (--epsilon, --delta) under "
+    "the best sound analysis (or the ones named with --analysis). Bisection in log z; the z "
+    "printed was evaluated and meets the target, and z/(1 + rel-tol) did not."
+)
 
 EXAMPLES = """\
 examples:
@@ -20,18 +25,7 @@ examples:
 """
 
 
-def add_parser(sub) -> None:
-    c = sub.add_parser(
-        "calibrate",
-        help=HELP,
-        description=(
-            "Find the smallest noise multiplier z for which the run meets (--epsilon, --delta) under "
-            "the best sound analysis (or the ones named with --analysis). Bisection in log z; the z "
-            "printed was evaluated and meets the target, and z/(1 + rel-tol) did not."
-        ),
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
+def add_arguments(c) -> None:
     add_run_flags(c, noise=False, lr_required=False)
     c.add_argument("--epsilon", type=float, required=True, help="target epsilon > 0")
     c.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
@@ -49,7 +43,9 @@ def cmd_calibrate(args) -> int:
         orders=args.orders, conversion=args.conversion, include_unsound=args.include_unsound,
         rel_tol=args.rel_tol, progress=progress_wanted(args),
     )
-    limit, why = _limit_noise(run, args.epsilon, args.delta)
+    from ..limits import limit_noise_multiplier
+
+    limit, why = auxiliary(limit_noise_multiplier, run, args.epsilon, args.delta)
     if args.json:
         out = cal.to_dict()
         out["limit"] = {"noise_multiplier": limit, "reason": why}
@@ -65,16 +61,3 @@ def cmd_calibrate(args) -> int:
                        "privacy of this run's linear + ridge instance; noisysgd.limits; altschuler-talwar, "
                        f"which needs a projection, excepted): the calibrated z is {above(cal.noise_multiplier, limit)}"))
     return 0
-
-
-def _limit_noise(run, epsilon, delta) -> tuple[float | None, str | None]:
-    """The smallest z any sound analysis (in the linear + ridge class) could calibrate to
-    (:func:`noisysgd.limits.limit_noise_multiplier`), or why there is none."""
-    from ..limits import limit_noise_multiplier
-
-    try:
-        return limit_noise_multiplier(run, epsilon, delta), None
-    except ValueError as exc:
-        return None, str(exc)
-    except ArithmeticError as exc:
-        return None, f"not computed: {type(exc).__name__} in its numerics"

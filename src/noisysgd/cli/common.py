@@ -19,7 +19,7 @@ from ..run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 
 __all__ = ["FLAGS", "UsageError", "Parser", "OneLineWarnings", "add_run_flags", "add_accounting_flags",
            "run_from_args", "progress_wanted", "check_out_dir", "flag_for", "one_line", "orders_arg",
-           "epoch_range_arg", "RAW"]
+           "epoch_range_arg", "RAW", "auxiliary"]
 
 #: The help formatter of every subcommand (examples keep their line breaks).
 RAW = argparse.RawDescriptionHelpFormatter
@@ -251,3 +251,15 @@ def flag_for(message: str) -> str:
 def one_line(text: str) -> str:
     """An error message on one line, whatever the user typed into it."""
     return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def auxiliary(compute, *args) -> tuple[float | None, str | None]:
+    """(``compute(*args)``, None), or (None, why not): for what a command prints beside its
+    answer (the limit line): a refusal is reported as its reason and a numerical failure as
+    'not computed', never a traceback."""
+    try:
+        return compute(*args), None
+    except ValueError as exc:
+        return None, str(exc)
+    except ArithmeticError as exc:
+        return None, f"not computed: {type(exc).__name__} in its numerics"

@@ -10,9 +10,10 @@ import json
 
 from .. import demo
 from ..demo import MARKER
-from .common import RAW
 
 HELP = "train the same private model certified by hidden state and by composition (digits)"
+DESCRIPTION = demo.__doc__.split("\n\n")[1].replace("\n", " ")
+EXAMPLES = "example:\n  noisysgd demo --epsilon 1 --delta 1e-5 --out noisysgd-demo\n"
 
 
 def cmd_demo(args) -> int:
@@ -41,14 +42,7 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "demo",
-        help=HELP,
-        description=demo.__doc__.split("\n\n")[1].replace("\n", " "),
-        formatter_class=RAW,
-        epilog="example:\n  noisysgd demo --epsilon 1 --delta 1e-5 --out noisysgd-demo\n",
-    )
+def add_arguments(p) -> None:
     p.add_argument("--epsilon", type=float, default=1.0, help="target epsilon (default 1)")
     p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
     p.add_argument("--seed", type=int, default=0, help="split and training seed (default 0)")

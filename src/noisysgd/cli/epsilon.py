@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from .common import RAW, add_accounting_flags, add_run_flags, run_from_args
+from .common import add_accounting_flags, add_run_flags, auxiliary, run_from_args
 
 HELP = "privacy (epsilon) of a Noisy-SGD run under each analysis"
+DESCRIPTION = "Report epsilon for delta under each requested analysis, and the best sound one."
 
 EXAMPLES = """\
 examples:
@@ -26,14 +27,7 @@ examples:
 """
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "epsilon",
-        help=HELP,
-        description="Report epsilon for delta under each requested analysis, and the best sound one.",
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
+def add_arguments(p) -> None:
     add_run_flags(p, lr_required=False)
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     add_accounting_flags(p)
@@ -48,7 +42,9 @@ def cmd_epsilon(args) -> int:
         run, delta=args.delta, analyses=args.analysis, orders=args.orders,
         conversion=args.conversion, include_unsound=args.include_unsound,
     )
-    limit, why = _limit_line(run, args.delta)
+    from ..limits import limit_epsilon
+
+    limit, why = auxiliary(limit_epsilon, run, args.delta)
     if args.json:
         out = report.to_dict()
         out["limit"] = {"epsilon": limit, "reason": why}
@@ -63,15 +59,3 @@ def cmd_epsilon(args) -> int:
                                 "noisysgd.limits; altschuler-talwar, which needs a projection, "
                                 "excepted)")))
     return 0
-
-
-def _limit_line(run, delta) -> tuple[float | None, str | None]:
-    """The limit line of ``run`` (:func:`noisysgd.limits.limit_epsilon`), or why there is none."""
-    from ..limits import limit_epsilon
-
-    try:
-        return limit_epsilon(run, delta), None
-    except ValueError as exc:
-        return None, str(exc)
-    except ArithmeticError as exc:  # auxiliary information: never a traceback for it
-        return None, f"not computed: {type(exc).__name__} in its numerics"

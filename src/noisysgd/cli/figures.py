@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from .common import RAW, check_out_dir, progress_wanted
+from .common import check_out_dir, progress_wanted
 
 HELP = "draw a paper's figures from the library's bounds (PNG files)"
+DESCRIPTION = (
+    "Recompute a paper's figures from the bounds implemented here and write each as a PNG "
+    "file and its plotted data as JSON into --out (created if missing); prints the paths "
+    "written. `noisysgd figures --paper all --out docs/figures` regenerates the figures the "
+    "docs show."
+)
 
 EXAMPLES = """\
 examples:
@@ -18,21 +24,9 @@ examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_arguments(f) -> None:
     from ..figures import PAPERS
 
-    f = sub.add_parser(
-        "figures",
-        help=HELP,
-        description=(
-            "Recompute a paper's figures from the bounds implemented here and write each as a PNG "
-            "file and its plotted data as JSON into --out (created if missing); prints the paths "
-            "written. `noisysgd figures --paper all --out docs/figures` regenerates the figures the "
-            "docs show."
-        ),
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
     f.add_argument(
         "--paper",
         default="all",

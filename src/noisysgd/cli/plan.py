@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import RAW, add_accounting_flags, add_run_flags, epoch_range_arg, progress_wanted, run_from_args
+from .common import add_accounting_flags, add_run_flags, epoch_range_arg, progress_wanted, run_from_args
 
 HELP = "epsilon versus epochs under every analysis; cross-overs, plateaus, epoch budgets"
+DESCRIPTION = (
+    "Evaluate every analysis (or those named with --analysis) on the run stopped after each "
+    "of --epochs, and report where each hidden-state bound overtakes composition, the value "
+    "each convergent bound plateaus at, and, with --epsilon, how many epochs the budget "
+    "allows (\"unlimited\" when the best sound bound plateaus below it)."
+)
 
 EXAMPLES = """\
 examples:
@@ -22,19 +28,7 @@ examples:
 """
 
 
-def add_parser(sub) -> None:
-    pl = sub.add_parser(
-        "plan",
-        help=HELP,
-        description=(
-            "Evaluate every analysis (or those named with --analysis) on the run stopped after each "
-            "of --epochs, and report where each hidden-state bound overtakes composition, the value "
-            "each convergent bound plateaus at, and, with --epsilon, how many epochs the budget "
-            "allows (\"unlimited\" when the best sound bound plateaus below it)."
-        ),
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
+def add_arguments(pl) -> None:
     add_run_flags(pl, length=False, lr_required=False)
     pl.add_argument("--epochs", type=epoch_range_arg, default="1:100",
                     help="epochs to evaluate: A:B, A:B:STEP, A:B:logN or a list (default 1:100)")

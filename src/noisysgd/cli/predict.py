@@ -21,9 +21,8 @@ import numpy as np
 
 from ..io import check_output_file, load_table
 from ..model import load_model
-from .common import RAW
 
-__all__ = ["add_parser", "cmd_predict"]
+__all__ = ["add_arguments", "cmd_predict"]
 
 EXAMPLES = """\
 examples:
@@ -37,17 +36,13 @@ examples:
 
 
 HELP = "predictions of a model written by train/tune on a CSV/NPZ/Parquet file"
+DESCRIPTION = (
+    "Read a model written by `noisysgd train` or `noisysgd tune`, predict every row of DATA "
+    "and write the predictions as CSV to --out (written all at once)."
+)
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "predict",
-        help=HELP,
-        description=("Read a model written by `noisysgd train` or `noisysgd tune`, predict every row of DATA "
-                     "and write the predictions as CSV to --out (written all at once)."),
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
+def add_arguments(p) -> None:
     p.add_argument("model", metavar="MODEL", help="the output directory of noisysgd train/tune, or its model.json")
     p.add_argument("data", metavar="DATA", help="a .csv (with a header row), .npz or .parquet file")
     p.add_argument("--out", required=True, metavar="FILE", help="CSV file for the predictions (replaced atomically)")

@@ -44,9 +44,8 @@ from ..run import BATCHING_SCHEMES
 from ..train import Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
 from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private
-from .common import RAW
 
-__all__ = ["add_parser", "cmd_train"]
+__all__ = ["add_arguments", "cmd_train"]
 
 EXAMPLES = """\
 examples:
@@ -73,20 +72,14 @@ examples:
 
 
 HELP = "train a private linear model on a CSV/NPZ/Parquet file; write model, certificate, metrics"
+DESCRIPTION = (
+    "Calibrate the noise of Noisy-SGD to a privacy target under the best sound analysis, train "
+    "exactly that run on DATA, and write model.json, certificate.json and metrics.json into "
+    "--out (a new or empty directory, written all at once: a failed run leaves nothing)."
+)
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "train",
-        help=HELP,
-        description=(
-            "Calibrate the noise of Noisy-SGD to a privacy target under the best sound analysis, train "
-            "exactly that run on DATA, and write model.json, certificate.json and metrics.json into "
-            "--out (a new or empty directory, written all at once: a failed run leaves nothing)."
-        ),
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
+def add_arguments(p) -> None:
     p.add_argument("data", metavar="DATA",
                    help="a .csv (with a header row), .npz or .parquet file; with --workers or torchrun "
                         "also a directory of .npz/.parquet shards (rows in file-name order)")

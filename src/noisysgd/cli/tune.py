@@ -27,9 +27,8 @@ from ..io import atomic_directory, check_output_dir, load_table, write_json
 from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from .train import _declared_classes, _float_or_auto, _learning_rate
-from .common import RAW
 
-__all__ = ["add_parser", "cmd_tune", "parse_grid"]
+__all__ = ["add_arguments", "cmd_tune", "parse_grid"]
 
 EXAMPLES = """\
 examples:
@@ -83,22 +82,16 @@ def parse_grid(items) -> dict:
 
 
 HELP = "private hyperparameter selection; the certificate covers the whole tuning"
+DESCRIPTION = (
+    "Tune a private linear classifier on DATA with a private selection rule whose cost is "
+    "accounted: a random number of runs, each a random --grid point trained on a random split "
+    "and scored by a noisy count on the rest; the best is released. The noise of every run is "
+    "calibrated so that the whole tuning meets --epsilon/--delta. Writes model.json, "
+    "certificate.json and metrics.json into --out (new or empty; all at once or nothing)."
+)
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "tune",
-        help=HELP,
-        description=(
-            "Tune a private linear classifier on DATA with a private selection rule whose cost is "
-            "accounted: a random number of runs, each a random --grid point trained on a random split "
-            "and scored by a noisy count on the rest; the best is released. The noise of every run is "
-            "calibrated so that the whole tuning meets --epsilon/--delta. Writes model.json, "
-            "certificate.json and metrics.json into --out (new or empty; all at once or nothing)."
-        ),
-        epilog=EXAMPLES,
-        formatter_class=RAW,
-    )
+def add_arguments(p) -> None:
     p.add_argument("data", metavar="DATA", help="a .csv (with a header row), .npz or .parquet file")
     p.add_argument("--target", required=True, help="the column (or NPZ array) to predict")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")

@@ -51,34 +51,11 @@ are never kept.  The number of runs drawn does not depend on the data.
 """
 
 from .cv import NoisySGDClassifierCV, NoRunsDrawn
-from .selection import (
-    SELECTIONS,
-    delta_from_rdp,
-    draw_runs,
-    liu_talwar,
-    liu_talwar_horizon,
-    liu_talwar_split,
-    rdp_poisson,
-    rdp_truncated_negative_binomial,
-    truncated_negative_binomial_gamma,
-    truncated_negative_binomial_mean,
-    truncated_negative_binomial_pmf,
-    tuning_epsilon,
-)
+from .selection import (SELECTIONS, delta_from_rdp, draw_runs, liu_talwar, liu_talwar_horizon, liu_talwar_split,
+                        rdp_poisson, rdp_truncated_negative_binomial, truncated_negative_binomial_gamma,
+                        truncated_negative_binomial_mean, truncated_negative_binomial_pmf, tuning_epsilon)
 
-__all__ = [
-    "SELECTIONS",
-    "truncated_negative_binomial_mean",
-    "truncated_negative_binomial_gamma",
-    "truncated_negative_binomial_pmf",
-    "rdp_truncated_negative_binomial",
-    "rdp_poisson",
-    "delta_from_rdp",
-    "liu_talwar",
-    "liu_talwar_horizon",
-    "liu_talwar_split",
-    "tuning_epsilon",
-    "draw_runs",
-    "NoisySGDClassifierCV",
-    "NoRunsDrawn",
-]
+__all__ = ["NoisySGDClassifierCV", "NoRunsDrawn", "SELECTIONS", "delta_from_rdp", "draw_runs", "liu_talwar",
+           "liu_talwar_horizon", "liu_talwar_split", "rdp_poisson", "rdp_truncated_negative_binomial",
+           "truncated_negative_binomial_gamma", "truncated_negative_binomial_mean",
+           "truncated_negative_binomial_pmf", "tuning_epsilon"]
