@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 import noisysgd
+from noisysgd.train.checkpoint import Checkpointing
 from noisysgd.train import BinaryLogistic, Softmax, Squared, train
 from noisysgd.train.distributed import DistributedError, train_distributed
 
@@ -145,8 +146,8 @@ def _kill_phase(rank, world, outdir, X, y, rows):
     if rank == world - 1:
         threading.Thread(target=_die_after_checkpoint, args=(path, start, outdir), daemon=True).start()
     try:
-        train_distributed(run, loss, X, y, rows=rows, feature_clip=2.0, random_state=1, checkpoint=path,
-                          checkpoint_every=2)
+        train_distributed(run, loss, X, y, rows=rows, feature_clip=2.0, random_state=1,
+                          checkpointing=Checkpointing(path, every=2))
     except DistributedError as err:
         time.sleep(0.2)
         with open(os.path.join(outdir, "died.json")) as f:
@@ -161,7 +162,7 @@ def _resume_worker(rank, world, outdir):
     rows, idx = _shard(rank, world, "blocks")
     run, loss = _kill_run()
     resumed = train_distributed(run, loss, X[idx], y_bin[idx], rows=rows, feature_clip=2.0, random_state=1,
-                                checkpoint=os.path.join(outdir, "kill.ckpt"), resume=True)
+                                checkpointing=Checkpointing(os.path.join(outdir, "kill.ckpt"), resume=True))
     plain = train_distributed(run, loss, X[idx], y_bin[idx], rows=rows, feature_clip=2.0, random_state=1)
     at = resumed.enforced["checkpoint"]["resumed_at_step"] if rank == 0 else -1
     np.savez(os.path.join(outdir, f"resumed{rank}.npz"), resumed=resumed.coef, uninterrupted=plain.coef,

@@ -32,6 +32,7 @@ from noisysgd.train import BinaryLogistic, Softmax, Squared, train
 from noisysgd.train import engine
 from noisysgd.train.checkpoint import (
     FORMAT,
+    Checkpointing,
     SECRET_NOTICE,
     CheckpointError,
     data_fingerprint,
@@ -93,11 +94,11 @@ def test_resumed_run_is_bit_identical_to_the_uninterrupted_one(tmp_path, monkeyp
     with monkeypatch.context() as m:
         interrupt_after(m, stop)
         with pytest.raises(Interrupted):
-            train(run, BinaryLogistic(), X, y, checkpoint=path, checkpoint_every=2,
+            train(run, BinaryLogistic(), X, y, checkpointing=Checkpointing(path, every=2),
                   callback=lambda t, W: seen.append(t), **kw)
     header = read_checkpoint(path).header
     assert header["progress"]["step"] == 2 * spe and not header["progress"]["finished"]
-    resumed = train(run, BinaryLogistic(), X, y, checkpoint=path, resume=True,
+    resumed = train(run, BinaryLogistic(), X, y, checkpointing=Checkpointing(path, resume=True),
                     callback=lambda t, W: seen.append(t), **kw)
     np.testing.assert_array_equal(resumed.coef, reference.coef)
     assert resumed.coef.dtype == dtype
@@ -130,15 +131,15 @@ def test_resume_with_matrix_weights_a_drawn_start_and_without_a_seed(tmp_path, m
     with monkeypatch.context() as m:
         interrupt_after(m, run.steps // 2)
         with pytest.raises(Interrupted):
-            train(run, loss, X, y, checkpoint=path, **kw)
+            train(run, loss, X, y, checkpointing=Checkpointing(path), **kw)
     if case == "no seed":  # fresh entropy: the checkpoint's states make the rest deterministic
         shutil.copy(path, tmp_path / "copy.ckpt")
-        a = train(run, loss, X, y, checkpoint=path, resume=True, **kw)
-        b = train(run, loss, X, y, checkpoint=tmp_path / "copy.ckpt", resume=True, **kw)
+        a = train(run, loss, X, y, checkpointing=Checkpointing(path, resume=True), **kw)
+        b = train(run, loss, X, y, checkpointing=Checkpointing(tmp_path / "copy.ckpt", resume=True), **kw)
         np.testing.assert_array_equal(a.coef, b.coef)
         return
     reference = train(run, loss, X, y, **kw)
-    resumed = train(run, loss, X, y, checkpoint=path, resume=True, **kw)
+    resumed = train(run, loss, X, y, checkpointing=Checkpointing(path, resume=True), **kw)
     np.testing.assert_array_equal(resumed.coef, reference.coef)
     assert resumed.enforced["init"] == reference.enforced["init"]
 
@@ -147,21 +148,22 @@ def test_a_finished_checkpoint_gives_back_its_model_and_cannot_be_stretched(tmp_
     X, y = _binary()
     run = _run("cyclic")
     path = tmp_path / "done.ckpt"
-    first = train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=1, checkpoint=path,
-                  checkpoint_every=4, keep_checkpoint=True)  # 6 epochs: the end is not a multiple of 4
+    first = train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=1,
+                  checkpointing=Checkpointing(path, every=4, keep=True))  # 6 epochs: the end is not a multiple of 4
     header = read_checkpoint(path).header
     assert header["progress"] == {"step": run.steps, "steps": run.steps, "finished": True,
                                   "sessions": [[0, run.steps]]}
     calls = []
-    again = train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path, resume=True,
-                  keep_checkpoint=True, callback=lambda t, W: calls.append(t))
+    again = train(run, BinaryLogistic(), X, y, feature_clip=2.0,
+                  checkpointing=Checkpointing(path, resume=True, keep=True), callback=lambda t, W: calls.append(t))
     np.testing.assert_array_equal(again.coef, first.coef)
     assert calls == [] and again.steps == run.steps  # no step run twice
     longer = run.replace(steps=2 * run.steps)
     with pytest.raises(CheckpointError, match=rf"holds a finished run of {run.steps} steps; it cannot be "
                        rf"resumed into a run of {2 * run.steps} steps. A longer run .* needs its own certificate"):
-        train(longer, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path, resume=True)
-    train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path, resume=True)  # not kept: deleted
+        train(longer, BinaryLogistic(), X, y, feature_clip=2.0, checkpointing=Checkpointing(path, resume=True))
+    train(run, BinaryLogistic(), X, y, feature_clip=2.0,
+          checkpointing=Checkpointing(path, resume=True))  # not kept: deleted
     assert not path.exists()
 
 
@@ -204,7 +206,7 @@ def test_a_checkpoint_of_another_run_or_other_data_is_refused_naming_the_differe
         tmp_path, monkeypatch, changes, match):
     X, y = _binary()
     path = tmp_path / "c.ckpt"
-    kw = dict(feature_clip=2.0, random_state=7, checkpoint=path)
+    kw = dict(feature_clip=2.0, random_state=7, checkpointing=Checkpointing(path))
     with monkeypatch.context() as m:
         interrupt_after(m, 25)
         with pytest.raises(Interrupted):
@@ -216,7 +218,8 @@ def test_a_checkpoint_of_another_run_or_other_data_is_refused_naming_the_differe
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(CheckpointError, match=match):
-            train(*args.values(), checkpoint=path, resume=True, callback=lambda t, W: calls.append(t), **rest)
+            train(*args.values(),
+                  checkpointing=Checkpointing(path, resume=True), callback=lambda t, W: calls.append(t), **rest)
     assert calls == [] and path.read_bytes() == before  # nothing ran, nothing written
 
 
@@ -226,17 +229,17 @@ def test_an_existing_checkpoint_needs_resume_and_bad_options_are_named(tmp_path,
     with monkeypatch.context() as m:
         interrupt_after(m, 5)
         with pytest.raises(Interrupted):
-            train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path)
+            train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpointing=Checkpointing(path))
     with pytest.raises(CheckpointError, match=r"already exists .* pass resume=True .* or delete it"):
-        train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path)
+        train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpointing=Checkpointing(path))
     cases = [
-        (dict(checkpoint_every=2), "checkpoint_every needs a checkpoint path"),
-        (dict(resume=True), "resume needs a checkpoint path"),
-        (dict(checkpoint=tmp_path), "checkpoint must be a file path. Found a directory"),
-        (dict(checkpoint=tmp_path / "no" / "c.ckpt"), "checkpoint must be in an existing directory"),
-        (dict(checkpoint=tmp_path / "d.ckpt", checkpoint_every=0), "checkpoint_every must be a whole number"),
-        (dict(checkpoint=tmp_path / "d.ckpt", resume=1), "resume must be True or False"),
-        (dict(checkpoint=tmp_path / "d.ckpt", checkpoint_context="x"), "checkpoint_context must be a dict"),
+        (dict(checkpointing=Checkpointing(every=2)), "checkpoint_every needs a checkpoint path"),
+        (dict(checkpointing=Checkpointing(resume=True)), "resume needs a checkpoint path"),
+        (dict(checkpointing=Checkpointing(tmp_path)), "checkpoint must be a file path. Found a directory"),
+        (dict(checkpointing=Checkpointing(tmp_path / "no" / "c.ckpt")), "checkpoint must be in an existing directory"),
+        (dict(checkpointing=Checkpointing(tmp_path / "d.ckpt", every=0)), "checkpoint_every must be a whole number"),
+        (dict(checkpointing=Checkpointing(tmp_path / "d.ckpt", resume=1)), "resume must be True or False"),
+        (dict(checkpointing=Checkpointing(tmp_path / "d.ckpt", context="x")), "checkpoint_context must be a dict"),
     ]
     for kwargs, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -247,7 +250,7 @@ def test_an_existing_checkpoint_needs_resume_and_bad_options_are_named(tmp_path,
 def test_damaged_files_are_refused(tmp_path):
     X, y = _binary()
     run, path = _run(), tmp_path / "c.ckpt"
-    train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=0, checkpoint=path, keep_checkpoint=True)
+    train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=0, checkpointing=Checkpointing(path, keep=True))
     good = path.read_bytes()
     damaged = {
         "truncated": good[: len(good) // 2],
@@ -258,7 +261,7 @@ def test_damaged_files_are_refused(tmp_path):
     for content in damaged.values():
         path.write_bytes(content)
         with pytest.raises(CheckpointError, match="is not a usable noisysgd checkpoint"):
-            train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path, resume=True)
+            train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpointing=Checkpointing(path, resume=True))
 
 
 # --------------------------------------------------------------------------- the file
@@ -267,8 +270,8 @@ def test_damaged_files_are_refused(tmp_path):
 def test_the_file_says_it_is_secret_and_is_private_to_its_owner(tmp_path):
     X, y = _binary()
     path = tmp_path / "c.ckpt"
-    result = train(_run(), BinaryLogistic(), X, y, feature_clip=2.0, random_state=0, checkpoint=path,
-                   keep_checkpoint=True)
+    result = train(_run(), BinaryLogistic(), X, y, feature_clip=2.0, random_state=0,
+                   checkpointing=Checkpointing(path, keep=True))
     raw = path.read_bytes()
     assert raw.startswith(FORMAT.encode() + b"\n# SECRET - a noisysgd training checkpoint. It holds a HIDDEN ITERATE")
     assert b"delete it once" in raw[:1000]
@@ -282,7 +285,8 @@ def test_the_file_says_it_is_secret_and_is_private_to_its_owner(tmp_path):
     assert data["fingerprint"] != data_fingerprint(X, 2.0 * y - 1.0, bytes(32))  # keyed
     # another checkpoint of the same data has another key, so another fingerprint (unlinkable)
     other = tmp_path / "d.ckpt"
-    train(_run(), BinaryLogistic(), X, y, feature_clip=2.0, random_state=0, checkpoint=other, keep_checkpoint=True)
+    train(_run(), BinaryLogistic(), X, y, feature_clip=2.0, random_state=0,
+          checkpointing=Checkpointing(other, keep=True))
     assert read_checkpoint(other).header["data"]["fingerprint"] != data["fingerprint"]
 
 
@@ -355,7 +359,7 @@ ZYGOTE = textwrap.dedent(r"""
                         def __getattr__(self, name): return getattr(self.f, name)
                     ckpt.os.fdopen = lambda *a, **k: Half(real_fdopen(*a, **k))
                 train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=11,
-                      checkpoint=cmd["path"], checkpoint_every=1, keep_checkpoint=True)
+                      checkpointing=ckpt.Checkpointing(cmd["path"], every=1, keep=True))
             finally:
                 os._exit(0)
         print("started", flush=True)
@@ -433,8 +437,8 @@ def test_sigkill_at_random_moments_never_leaves_a_broken_checkpoint(tmp_path):
             killed += finish()
             steps_seen.append(read_checkpoint(path).header["progress"]["step"])  # there is one
             # resume (or start, if killed before the first write): the same final model
-            resumed = train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=11, checkpoint=path,
-                            resume=True, checkpoint_every=KILL_EPOCHS)
+            resumed = train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=11,
+                            checkpointing=Checkpointing(path, resume=True, every=KILL_EPOCHS))
             np.testing.assert_array_equal(resumed.coef, reference.coef)
             assert [f for f in os.listdir(tmp_path) if f.startswith(f".k{i}.ckpt.")] == []  # cleaned up
         assert killed >= 15  # the kills landed while the runs were going
@@ -448,8 +452,8 @@ def test_sigkill_at_random_moments_never_leaves_a_broken_checkpoint(tmp_path):
             assert read_checkpoint(path).header["progress"]["step"] == run.steps_per_epoch
             leftovers = [f for f in os.listdir(tmp_path) if f.startswith(f".{path.name}.")]
             assert len(leftovers) == 1  # the dead write's temporary file
-            resumed = train(run, BinaryLogistic(), X, y, feature_clip=2.0, checkpoint=path, resume=True,
-                            checkpoint_every=KILL_EPOCHS)
+            resumed = train(run, BinaryLogistic(), X, y, feature_clip=2.0,
+                            checkpointing=Checkpointing(path, resume=True, every=KILL_EPOCHS))
             np.testing.assert_array_equal(resumed.coef, reference.coef)
             assert [f for f in os.listdir(tmp_path) if f.startswith(f".{path.name}.")] == []
     finally:

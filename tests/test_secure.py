@@ -25,6 +25,7 @@ import pytest
 from scipy import special, stats
 
 import test_train_engine as E
+from noisysgd.train.checkpoint import Checkpointing
 from noisysgd import NoisySGDClassifier, Run
 from noisysgd.cli import main
 from noisysgd.train import BinaryLogistic, PrivacyLeakWarning, Squared, batches, engine, run_batches, train
@@ -279,7 +280,7 @@ def test_a_secure_checkpoint_resumes_the_same_run(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         _spy(m, stop=15, seen=seen)
         with pytest.raises(_Stop):
-            train(run, BinaryLogistic(), X, y, feature_clip=2.0, secure_mode=True, checkpoint=path)
+            train(run, BinaryLogistic(), X, y, feature_clip=2.0, secure_mode=True, checkpointing=Checkpointing(path))
     ck = read_checkpoint(path)
     assert ck.header["progress"]["step"] == 10
     assert ck.header["rng"]["source"] == "os.urandom" and ck.header["rng"]["noise"] is None
@@ -292,8 +293,9 @@ def test_a_secure_checkpoint_resumes_the_same_run(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             _spy(m, seen=later)
             first = []
-            result = train(run, BinaryLogistic(), X, y, feature_clip=2.0, secure_mode=True, checkpoint=p,
-                           resume=True, callback=lambda t, W: first.append(W.copy()) if t == 11 else None)
+            result = train(run, BinaryLogistic(), X, y, feature_clip=2.0, secure_mode=True,
+                           checkpointing=Checkpointing(p, resume=True),
+                           callback=lambda t, W: first.append(W.copy()) if t == 11 else None)
         assert [t for t, _ in later] == list(range(11, 31)) and result.steps == 30
         for t, batch in seen[:10] + later:  # one order, every epoch, across the resume
             j = (t - 1) % 10
@@ -330,9 +332,9 @@ def test_a_resumed_secure_run_has_the_law_of_an_uninterrupted_one(tmp_path, monk
     with monkeypatch.context() as m:
         _spy(m, stop=13, seen=[])
         with pytest.raises(_Stop):
-            train(*args, feature_clip=1.0, secure_mode=True, checkpoint=path)
+            train(*args, feature_clip=1.0, secure_mode=True, checkpointing=Checkpointing(path))
     assert read_checkpoint(path).header["progress"]["step"] == 8
-    result = train(*args, feature_clip=1.0, secure_mode=True, checkpoint=path, resume=True)
+    result = train(*args, feature_clip=1.0, secure_mode=True, checkpointing=Checkpointing(path, resume=True))
     eta = run.step_sizes()
     shrink = np.array([np.prod(1 - eta[t + 1:] * 0.1) for t in range(run.steps)])
     var = (2.5 * 0.7 / 4) ** 2 * np.sum(eta**2 * shrink**2)

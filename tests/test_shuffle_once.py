@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 import noisysgd
+from noisysgd.train.checkpoint import Checkpointing
 from noisysgd import Run
 from noisysgd.analyses import ANALYSES
 from noisysgd.analyses.ye_shokri import YeShokri, fixed_order_rdp, shuffle_once_rdp, shuffle_rdp
@@ -139,8 +140,8 @@ def test_resume_is_bit_identical_and_restores_the_permutation(tmp_path, monkeypa
     with monkeypatch.context() as m:
         m.setattr(engine, "noisy_sgd_core", crashing)
         with pytest.raises(Crash):
-            train(run, BinaryLogistic(), X, y, checkpoint=path, checkpoint_every=2, **kw)
-    resumed = train(run, BinaryLogistic(), X, y, checkpoint=path, resume=True, **kw)
+            train(run, BinaryLogistic(), X, y, checkpointing=Checkpointing(path, every=2), **kw)
+    resumed = train(run, BinaryLogistic(), X, y, checkpointing=Checkpointing(path, resume=True), **kw)
     np.testing.assert_array_equal(resumed.coef, reference.coef)
     assert resumed.enforced["checkpoint"]["resumed_at_step"] == 2 * spe
     # and the permutation matters: another seed's permutation gives another model

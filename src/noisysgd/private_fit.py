@@ -40,6 +40,7 @@ from .accountant import Calibration, EpsilonReport, calibrate, calibrate_compose
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer, _real
 from .train import Loss, TrainResult, train
 from .train import checkpoint as _ckpt
+from .train.checkpoint import Checkpointing
 from .train.engine import _check_secure_mode
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
@@ -365,9 +366,9 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
                    intercept_scaling=bounds.intercept_scaling, target_bound=bounds.target_bound,
                    random_state=execution.random_state, dtype=execution.dtype, analyses=rests_on,
                    record=execution.record, callback=callback, secure_mode=execution.secure_mode,
-                   checkpoint=execution.checkpoint, checkpoint_every=execution.checkpoint_every,
-                   resume=execution.resume, keep_checkpoint=execution.keep_checkpoint,
-                   checkpoint_context=context if execution.checkpoint is not None else None)
+                   checkpointing=Checkpointing(execution.checkpoint, execution.checkpoint_every, execution.resume,
+                                               execution.keep_checkpoint,
+                                               context if execution.checkpoint is not None else None))
 
 
 def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: int, n_features: int) -> dict:

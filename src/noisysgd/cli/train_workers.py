@@ -206,6 +206,6 @@ def _train_rank(rank, world, args, out) -> None:
 def _shard_trainer(run, loss, X, y, *, rows, device, record=False, callback=None, **engine):
     """fit_private's trainer on this rank's shard: :func:`noisysgd.train.train`'s signature
     (``engine``: its keyword arguments), with no trajectory record and no progress callback."""
-    from ..train.distributed import train_distributed
+    from ..train.distributed import Placement, train_distributed
 
-    return train_distributed(run, loss, X, y, rows=rows, device=device, **engine)
+    return train_distributed(run, loss, X, y, rows=rows, placement=Placement(device=device), **engine)

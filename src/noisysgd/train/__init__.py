@@ -9,6 +9,7 @@ bound); batch streams are in :mod:`.batching`.
 
 from .batching import batches, run_batches
 from .engine import RNGStreams, TrainResult, noisy_sgd_core, rng_streams, sgd, train
+from .checkpoint import Checkpointing
 from .leaks import PrivacyLeakWarning, check_declared_constants, encode_labels
 from .losses import (
     BinaryLogistic,
@@ -41,4 +42,5 @@ __all__ = [
     "PrivacyLeakWarning",
     "check_declared_constants",
     "encode_labels",
+    "Checkpointing",
 ]

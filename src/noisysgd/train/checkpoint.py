@@ -70,6 +70,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
+    "Checkpointing",
     "FORMAT",
     "SECRET_NOTICE",
     "CheckpointError",
@@ -94,6 +95,41 @@ SECRET_NOTICE = (
 )
 
 _TRAILER_LEN = len(b"sha256 ") + 64 + 1
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """Where and how the engine keeps its state (:func:`noisysgd.train.train`,
+    :func:`~noisysgd.train.distributed.train_distributed`): the checkpoint file ``path``
+    (None: no checkpoint), written atomically every ``every`` epochs (default 1) and at
+    step 0; ``resume`` continues the run the file holds (a new run if there is no file
+    yet); ``keep`` keeps the finished run's file instead of deleting it (for a caller that
+    deletes it once it has stored the result); ``context``: JSON-ready facts about how the
+    run was chosen, recorded and required to match on resume.  **The file holds a hidden
+    iterate — which the certificate assumes is never released — the generator states and a
+    keyed fingerprint of the data: keep it as secret as the training data.**
+
+    ``every`` is not part of the run (a resumed run may use another value; with
+    ``batching="full"`` an epoch is one step, and each checkpoint costs a write and an
+    ``fsync``).  A file that already exists is refused unless ``resume``; a run stopped by
+    an error or a signal leaves its last checkpoint (delete it if the run is abandoned).
+    A resume must be of exactly the run written — the same run, loss, feature clip, target
+    bound, dtype, start, analyses, secure mode and ``context`` — and of the same data (its
+    keyed fingerprint), else :class:`CheckpointError` names what differs; an int seed must
+    be the recorded one (None is accepted: the generators continue from the recorded
+    states).  The result is bit-identical to the uninterrupted run with the same seed; in
+    secure mode the steps after the resume draw fresh noise and batches (cyclic keeps its
+    one order), so the result has the law of the uninterrupted run.  A finished run's
+    checkpoint gives back its final model and cannot be continued into more steps.
+    Validated by the engine (the messages name ``checkpoint``, ``checkpoint_every``,
+    ``resume`` and ``keep_checkpoint``, as the estimators and ``noisysgd train`` call
+    them)."""
+
+    path: object = None
+    every: int | None = None
+    resume: bool = False
+    keep: bool = False
+    context: dict | None = None
 
 
 class CheckpointError(ValueError):

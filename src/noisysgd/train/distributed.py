@@ -92,6 +92,7 @@ What is released: as for :func:`train`, a certificate covers ``coef`` only.
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -115,7 +116,7 @@ from .losses import BinaryLogistic, Loss, _augment
 from .secure import SecureRandom
 from .torch_backend import _derivative_for, _resolve_device, _torch
 
-__all__ = ["train_distributed", "DistributedError", "local_rows", "launch_local", "free_port"]
+__all__ = ["train_distributed", "Placement", "DistributedError", "local_rows", "launch_local", "free_port"]
 
 
 #: Rows of a memory-mapped X processed at once (bounds the memory of a 'full' step).
@@ -240,19 +241,14 @@ def train_distributed(
     init=None,
     random_state=None,
     dtype="float64",
-    device="cpu",
     analyses=None,
     secure_mode: bool = False,
-    group=None,
-    checkpoint=None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
-    keep_checkpoint: bool = False,
-    checkpoint_context: dict | None = None,
+    placement: "Placement | None" = None,
+    checkpointing=None,
 ) -> TrainResult:
     """Train the Noisy-SGD ``run`` describes, data-parallel over a process group.
 
-    Call it on every rank of ``group`` (the default process group when None;
+    Call it on every rank of ``placement.group`` (the default process group when None;
     without an initialised :mod:`torch.distributed` it runs on one process),
     each with its shard.  Same arguments, checks and result as
     :func:`noisysgd.train.train`, except:
@@ -269,15 +265,14 @@ def train_distributed(
         The shared seed (every rank must pass the same; a Generator is
         refused, its agreement could not be checked).  None: rank 0 draws
         one from the OS and sends it to the others in the opening exchange.
-    device : str or torch.device
-        Where this rank's data and parameters live ("cpu" with gloo; a CUDA
-        device with NCCL).
     secure_mode : bool
         Randomness from rank 0's CSPRNG (module docstring).
-    group : torch.distributed.ProcessGroup, optional
-    checkpoint, checkpoint_every, resume, keep_checkpoint, checkpoint_context
+    placement : Placement, optional
+        Where this rank computes: its ``device`` (default "cpu" with gloo; a
+        CUDA device with NCCL) and process ``group`` (None: the default one).
+    checkpointing : Checkpointing, optional
         As :func:`train`, read on rank 0 only: rank 0 alone writes the
-        checkpoint (atomically, every ``checkpoint_every`` epochs, and at
+        checkpoint (atomically, every ``every`` epochs, and at
         step 0), on its own file system.  It records the run, the generators'
         states (rank 0's equal every rank's), and a keyed fingerprint of every
         rank's shard (rows, features, labels): a resume needs the same number
@@ -304,11 +299,65 @@ def train_distributed(
     torch = _torch()
     import torch.distributed as dist
 
+    placement = Placement() if placement is None else placement
+    group = placement.group
     rank, world, connected = _group_info(dist, group)
-    error = None
-    description = None
-    labels = None
-    idx = None
+    engine = dict(feature_clip=feature_clip, target_bound=target_bound, intercept_scaling=intercept_scaling,
+                  init=init, dtype=dtype, secure_mode=secure_mode)
+    job, mine = _local_checks(torch, run, loss, X, y, rows, random_state, analyses, placement.device, checkpointing,
+                              engine, rank)
+    gathered = _gather(dist, mine, rank=rank, world=world, connected=connected, group=group)
+    _agree(gathered, rank=rank, world=world, n=run.n, binary=job.labels is not None)
+    p = job.p
+    given_seed = random_state
+    if random_state is None and not secure_mode:
+        p.random_state = gathered[0]["seed"]
+    all_ranges = [g["ranges"] for g in gathered]
+    ledger, resumed = None, None
+    if gathered[0]["checkpoint"] is not None:
+        ledger, resumed = _open_ledger(dist, p, job.checked, gathered[0]["checkpoint"], rank=rank, world=world,
+                                       connected=connected, group=group, idx=job.idx, given_seed=given_seed,
+                                       all_ranges=all_ranges)
+
+    # every check passed, on every rank: warn, then compute
+    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
+                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
+    noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
+    return _execute(torch, dist, p, job.device, job.idx, job.order, rank=rank, world=world, connected=connected,
+                    group=group, noise_std=noise_std, ledger=ledger, resumed=resumed, all_ranges=all_ranges,
+                    extra={"constants": job.constants.to_dict(), "derivation": job.constants.derivation,
+                           "analyses_checked": list(job.checked), "noise_multiplier": run.noise_multiplier,
+                           "secure_mode": p.secure_mode})
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a rank of :func:`train_distributed` computes: its ``device`` ("cpu" with gloo,
+    a CUDA device with NCCL) and its process ``group`` (None: the default group)."""
+
+    device: object = "cpu"
+    group: object = None
+
+
+@dataclass
+class _Job:
+    """This rank's side of the job once its own checks passed (``p`` None if they failed)."""
+
+    p: object = None
+    constants: object = None
+    checked: tuple = ()
+    device: object = None
+    idx: np.ndarray | None = None
+    order: np.ndarray | None = None
+    labels: list | None = None
+
+
+def _local_checks(torch, run, loss, X, y, rows, random_state, analyses, device, checkpointing, engine: dict,
+                  rank: int):
+    """This rank's checks (the numpy engine's, on its shard) and what it tells the others in
+    the opening exchange: (its :class:`_Job`, its message).  A refusal is not raised here but
+    sent, so that every rank refuses together."""
+    job, error, description, ckpt = _Job(), None, None, None
     try:
         if not isinstance(run, Run):
             raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
@@ -322,43 +371,48 @@ def train_distributed(
         count = np.shape(Xa)[0] if np.ndim(Xa) == 2 else None
         if count is None:
             raise ValueError(f"X must be a 2-D array. Found shape {np.shape(Xa)}.")
-        idx = local_rows(rows, count, run.n)
+        job.idx = local_rows(rows, count, run.n)
         # the numpy engine's checks, on this shard's rows
-        p = _prepare(run, loss, Xa, ya, feature_clip=feature_clip, target_bound=target_bound,
-                     init=init, random_state=None if random_state is None else int(random_state),
-                     dtype=dtype, callback=None, secure_mode=secure_mode, n_rows=count,
-                     intercept_scaling=intercept_scaling)
-        constants, checked = _checked_constants(run, loss, p, analyses)
+        job.p = _prepare(run, loss, Xa, ya, random_state=None if random_state is None else int(random_state),
+                         callback=None, n_rows=count, **engine)
+        job.constants, job.checked = _checked_constants(run, loss, job.p, analyses)
         _derivative_for(loss)
-        dev = _resolve_device(torch, device)
-        description = _describe(p, checked, random_state, count)
-        ckpt = None
+        job.device = _resolve_device(torch, device)
+        description = _describe(job.p, job.checked, random_state, count)
         if rank == 0:
-            ckpt = _checkpoint_options(run, checkpoint, checkpoint_every, resume, keep_checkpoint)
-            if checkpoint_context is not None and not isinstance(checkpoint_context, dict):
-                raise ValueError(f"checkpoint_context must be a dict or None. Found {checkpoint_context!r}.")
-            ckpt = ckpt + (_ckpt.plain(checkpoint_context or {}),) if ckpt[0] is not None else None
+            ckpt = _checkpoint_options(run, checkpointing)
+            ckpt = ckpt if ckpt[0] is not None else None
         if isinstance(loss, BinaryLogistic):
-            labels = sorted({float(v) for v in np.unique(np.asarray(ya, dtype=np.float64))})
+            job.labels = sorted({float(v) for v in np.unique(np.asarray(ya, dtype=np.float64))})
     except (ValueError, TypeError) as err:
         error = str(err)
         ckpt = None
-    order = np.argsort(idx, kind="stable") if idx is not None else None
-    ranges = _ranges(idx[order]) if idx is not None else []
+    idx = job.idx
+    job.order = np.argsort(idx, kind="stable") if idx is not None else None
+    ranges = _ranges(idx[job.order]) if idx is not None else []
     seed = None
-    if rank == 0 and random_state is None and not secure_mode:
+    if rank == 0 and random_state is None and not engine["secure_mode"]:
         seed = secrets.randbits(63)
-    mine = {"error": error, "description": description, "ranges": ranges, "seed": seed, "labels": labels,
+    mine = {"error": error, "description": description, "ranges": ranges, "seed": seed, "labels": job.labels,
             "checkpoint": None if ckpt is None else (str(ckpt[0]),) + tuple(ckpt[1:])}
-    if connected:
-        gathered = [None] * world
-        try:
-            dist.all_gather_object(gathered, mine, group=group)
-        except Exception as err:  # noqa: BLE001 - any backend failure is reported the same way
-            raise _fail(rank, "the opening exchange (all_gather)", 0, err) from None
-    else:
-        gathered = [mine]
-    # ----- every rank decides the same, from the same gathered list
+    return job, mine
+
+
+def _gather(dist, mine: dict, *, rank, world, connected, group) -> list:
+    """The opening exchange: every rank's message, on every rank."""
+    if not connected:
+        return [mine]
+    gathered = [None] * world
+    try:
+        dist.all_gather_object(gathered, mine, group=group)
+    except Exception as err:  # noqa: BLE001 - any backend failure is reported the same way
+        raise _fail(rank, "the opening exchange (all_gather)", 0, err) from None
+    return gathered
+
+
+def _agree(gathered: list, *, rank: int, world: int, n: int, binary: bool) -> None:
+    """Every rank decides the same, from the same gathered list: a refusal anywhere, ranks
+    that disagree on the job, shards that do not tile 0..n − 1, or mixed label codings."""
     for r, g in enumerate(gathered):
         if g["error"] is not None:
             raise ValueError(g["error"] if r == rank else f"rank {r} refused the job: {g['error']}")
@@ -367,37 +421,15 @@ def train_distributed(
         if g["description"] != ref:
             raise ValueError(f"ranks disagree on the job: rank {r} differs from rank 0 in "
                              f"{_first_difference(ref, g['description'])}")
-    why = _tiling_error([g["ranges"] for g in gathered], run.n)
+    why = _tiling_error([g["ranges"] for g in gathered], n)
     if why is not None:
-        raise ValueError(f"rows: the shards of the {world} rank(s) must tile 0..run.n − 1 = {run.n - 1} "
+        raise ValueError(f"rows: the shards of the {world} rank(s) must tile 0..run.n − 1 = {n - 1} "
                          f"exactly: {why}.")
-    if labels is not None:
+    if binary:
         values = set().union(*(set(g["labels"]) for g in gathered))
         if not (values <= {-1.0, 1.0} or values <= {0.0, 1.0}):
             raise ValueError("y must hold binary labels in {0, 1} or {-1, +1} on every rank (one coding "
                              f"for the whole data set). Found values {sorted(values)} across ranks.")
-    given_seed = random_state
-    if random_state is None and not secure_mode:
-        random_state = gathered[0]["seed"]
-        p.random_state = random_state
-    ledger, resumed = None, None
-    if gathered[0]["checkpoint"] is not None:
-        ledger, resumed = _open_ledger(dist, p, checked, gathered[0]["checkpoint"], rank=rank, world=world,
-                                       connected=connected, group=group, idx=idx, given_seed=given_seed,
-                                       all_ranges=[g["ranges"] for g in gathered])
-
-    # every check passed, on every rank: warn, then compute
-    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
-                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
-    noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
-    return _execute(torch, dist, p, dev, idx, order, rank=rank, world=world, connected=connected,
-                    group=group, noise_std=noise_std, ledger=ledger, resumed=resumed, all_ranges=[g["ranges"] for g in gathered], extra={
-                        "constants": constants.to_dict(),
-                        "derivation": constants.derivation,
-                        "analyses_checked": list(checked),
-                        "noise_multiplier": run.noise_multiplier,
-                        "secure_mode": p.secure_mode,
-                    })
 
 
 def _open_ledger(dist, p, checked, options, *, rank, world, connected, group, idx, given_seed, all_ranges):
@@ -466,157 +498,39 @@ def _open_ledger(dist, p, checked, options, *, rank, world, connected, group, id
 
 def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, group, noise_std,
              all_ranges, extra, ledger=None, resumed=None) -> TrainResult:
-    run, loss, dt = p.run, p.loss, p.dtype
-    lazy = isinstance(p.X, np.memmap)  # rows read from disk per step, X̄ never formed whole
-    if lazy:  # the same arithmetic as _augment, row by row when a batch needs the rows
-        scale = p.feature_clip / np.maximum(p.row_norms, p.feature_clip)
-        clipped = np.minimum(p.row_norms, p.feature_clip)
-        Xbar, norms = None, np.sqrt(clipped * clipped + p.intercept_scaling * p.intercept_scaling)
-    else:
-        Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
-    Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
-    shape = loss.param_shape(p.X.shape[1])
-    secure = p.secure_mode
-    derivative = _derivative_for(loss)
-    t = 0
-
-    def put(a):
-        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
-
-    def collective(what, fn, *args, **kwargs):
-        if not connected:
-            return None
-        try:
-            return fn(*args, **kwargs)
-        except Exception as err:  # noqa: BLE001
-            raise _fail(rank, what, t, err) from None
-
-    # ---- the start, the streams
-    start = 0
-    if resumed is not None:  # the run the checkpoint holds, from where it stopped (the same on every rank)
-        start, init_kind = int(resumed["step"]), resumed["init_kind"]
-        W0t = put(np.asarray(resumed["W"], dtype=dt))
-        if secure:
-            batch_rng = SecureRandom() if rank == 0 else None
-            noise_rng = SecureRandom() if rank == 0 else None
-        else:
-            batch_rng = None
-            noise_rng = generator_from_state(resumed["noise_state"])
-    elif secure:
-        streams = None
-        batch_rng = SecureRandom() if rank == 0 else None
-        noise_rng = SecureRandom() if rank == 0 else None
-        W0, init_kind = _initial(p, shape, SecureRandom())  # rank 0's is broadcast below
-        W0 = np.array(W0, dtype=dt)
-        W0t = put(W0)
-        collective("broadcasting the start", dist.broadcast, W0t, 0, group=group)
-    else:
-        streams = rng_streams(p.random_state)
-        W0, init_kind = _initial(p, shape, streams.init)
-        W0t = put(np.array(W0, dtype=dt))
-        batch_rng, noise_rng = streams.batches, streams.noise
-    W = W0t.clone()
+    run, dt = p.run, p.dtype
+    r = _RankLoop(torch, dist, p, device, idx, order, rank=rank, connected=connected, group=group)
+    W, stream, noise_rng, init_kind, start = r.start(resumed)
     flat = W.view(-1)
-    if resumed is not None:
-        fresh = (batch_rng if batch_rng is not None else SecureRandom()) if secure else None
-        stream = BatchStream.from_state(resumed["batch_meta"], resumed["batch_arrays"], fresh)
-    else:
-        stream = run_batches(run, batch_rng if batch_rng is not None else SecureRandom())  # 'full' draws nothing
 
     def save(step):  # rank 0: the state after `step` steps (atomic); every rank holds the same W
         ledger.save(step, W.detach().cpu().numpy(), stream, noise_rng, [], init_kind)
 
     if ledger is not None and resumed is None:
         save(0)
-
-    thr = _thresholds(run.lipschitz, norms, dt)
-    Xt, Yt, tt = (None, None, None) if lazy else (put(Xbar), put(Y), put(thr))
-    all_local = np.arange(idx.size)
-
-    def lazy_rows(part):  # X̄ rows `part`, computed as _augment computes them (bit for bit)
-        Xr = np.asarray(p.X[part])
-        out = np.empty((part.size, Xr.shape[1] + 1), dtype=dt)
-        if Xr.dtype == np.float64:
-            np.multiply(Xr, scale[part, None], out=out[:, :-1], casting="same_kind")
-        else:
-            out[:, :-1] = Xr.astype(np.float64) * scale[part, None]
-        out[:, -1] = p.intercept_scaling
-        return out
-    sorted_rows = idx[order]
-    # a contiguous shard in order (the usual case): membership is a range test, 'full' needs no gather
-    lo = int(idx[0]) if idx.size else 0
-    contiguous = bool(idx.size) and bool(np.array_equal(idx, np.arange(lo, lo + idx.size)))
-    on_cpu = device.type == "cpu"  # gather rows with numpy there: torch's CPU index_select is ~7x slower
-    minus_one = torch.full((1, 1), -1.0, dtype=W.dtype, device=device)
-    matrix = W.dim() == 2
     inv_b = 1.0 / run.batch_size
     radius = _safe_radius(run, dt)
     r2 = None if radius is None else float(radius) ** 2
     l2 = run.strong_convexity
-    noise_np = np.empty(shape, dtype=dt) if noise_std > 0.0 else None
+    noise_np = np.empty(r.shape, dtype=dt) if noise_std > 0.0 else None
     etas = [float(e) for e in np.asarray(run.step_sizes(start), dtype=float)]
-    count_t = torch.zeros(1, dtype=torch.int64, device=device)
     G = torch.zeros_like(W)
-
+    secure = p.secure_mode
     t = start
     for t, eta in enumerate(etas, start=start + 1):
-        # ---- the global batch B_t, and the positions of the rows of it this rank holds
-        if secure and connected and run.batching != "full":
-            batch = next(stream) if rank == 0 else None
-            count_t.fill_(0 if batch is None else len(batch))
-            collective("broadcasting the batch size", dist.broadcast, count_t, 0, group=group)
-            bt = (torch.from_numpy(np.asarray(batch, dtype=np.int64)).to(device) if rank == 0
-                  else torch.empty(int(count_t.item()), dtype=torch.int64, device=device))
-            collective("broadcasting the batch", dist.broadcast, bt, 0, group=group)
-            batch = bt.cpu().numpy()
-        else:
-            batch = next(stream)
-        if isinstance(batch, slice):  # every local row, in global order
-            local = None if contiguous else order
-        elif contiguous:
-            batch = np.asarray(batch, dtype=np.int64)
-            local = batch[(batch >= lo) & (batch < lo + idx.size)] - lo
-        else:
-            batch = np.asarray(batch, dtype=np.int64)
-            pos = np.searchsorted(sorted_rows, batch)
-            pos[pos >= sorted_rows.size] = 0
-            hit = sorted_rows[pos] == batch if sorted_rows.size else np.zeros(batch.size, bool)
-            local = order[pos[hit]]
+        r.t = t
         # ---- this rank's clipped gradient sum Σ x̄ᵢψᵢ over B_t ∩ shard, then the sum over ranks
-        if lazy and (local is None or local.size):
-            sel = all_local if local is None else local
-            G.zero_()
-            for c in range(0, sel.size, _LAZY_CHUNK):  # 'full': a chunk of rows at a time
-                part = sel[c:c + _LAZY_CHUNK]
-                Xb = put(lazy_rows(part))
-                D = derivative(loss, Xb @ W, put(Y[part]), put(thr[part]), minus_one)
-                G.add_(Xb.T @ D)
-        elif local is None or local.size:
-            if local is None:
-                Xb, Yb, tb = Xt, Yt, tt
-            elif on_cpu:
-                Xb, Yb, tb = (torch.from_numpy(Xbar[local]), torch.from_numpy(Y[local]),
-                              torch.from_numpy(thr[local]))
-            else:
-                li = torch.from_numpy(local).to(device)
-                Xb, Yb, tb = Xt.index_select(0, li), Yt.index_select(0, li), tt.index_select(0, li)
-            D = derivative(loss, Xb @ W, Yb, tb, minus_one)
-            if matrix:
-                torch.mm(Xb.T, D, out=G)
-            else:
-                torch.mv(Xb.T, D, out=G)
-        else:
-            G.zero_()
+        r.local_sum(r.local_positions(r.global_batch(stream)), W, G)
         if secure and noise_rng is not None:  # rank 0 adds b·ξ_t: the reduced sum / b is g_t + ξ_t
             noise_rng.standard_normal(dtype=dt, out=noise_np)
             noise_np *= noise_std * run.batch_size
-            G.add_(put(noise_np))
-        collective("the gradient all_reduce", dist.all_reduce, G, group=group)
+            G.add_(r.put(noise_np))
+        r.collective("the gradient all_reduce", dist.all_reduce, G, group=group)
         G.mul_(inv_b)
         if noise_np is not None and not secure:  # the same draw as train(), on every rank
             noise_rng.standard_normal(dtype=dt, out=noise_np)
             noise_np *= noise_std
-            G.add_(put(noise_np))
+            G.add_(r.put(noise_np))
         if l2:
             W.mul_(1.0 - eta * l2)
         G.mul_(eta)
@@ -628,12 +542,7 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
         if ledger is not None and t % ledger.every_steps == 0:
             save(t)
     steps = t
-    if connected and world > 1:  # every rank must hold rank 0's parameters, bit for bit
-        ref = W.clone()
-        collective("the final parameter check", dist.broadcast, ref, 0, group=group)
-        if not torch.equal(ref, W):
-            raise DistributedError(f"noisysgd distributed: rank {rank}: parameters differ from rank 0's "
-                                   "after the last step (a non-deterministic collective?)")
+    r.check_agreement(W, world)
     if ledger is not None:  # every rank has finished (the check above): the end of the checkpoint
         if ledger.keep:
             if steps > start and steps % ledger.every_steps != 0:
@@ -642,7 +551,6 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
             ledger.sessions[-1][1] = steps
             _ckpt.delete_checkpoint(ledger.path)
         extra = {**extra, "checkpoint": ledger.summary()}
-    coef = W.detach().cpu().numpy()
     enforced = {
         **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
@@ -651,15 +559,169 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
         "rank": rank,
         "device": str(device),
         "torch_version": torch.__version__,
-        "shards": [[list(r) for r in ranges] for ranges in all_ranges],
+        "shards": [[list(rg) for rg in ranges] for ranges in all_ranges],
         "noise_drawn": ("once per step by rank 0 from the CSPRNG, added to its partial sum before the "
                         "all-reduce" if p.secure_mode else
                         "once per step from the shared seeded noise stream (the same draw on every rank, "
                         "as noisysgd.train.train draws it)"),
     }
     enforced.update(extra)
-    return TrainResult(coef=coef, steps=steps, history=(), enforced=enforced, run=run, loss=loss,
-                       feature_clip=p.feature_clip, intercept_scaling=p.intercept_scaling)
+    return TrainResult(coef=W.detach().cpu().numpy(), steps=steps, history=(), enforced=enforced, run=run,
+                       loss=p.loss, feature_clip=p.feature_clip, intercept_scaling=p.intercept_scaling)
+
+
+class _RankLoop:
+    """One rank's side of the step loop of :func:`_execute`: its rows (X̄ in memory, or read
+    from disk a chunk at a time when X is memory-mapped), the start and the streams, the
+    global batch of each step (broadcast by rank 0 in secure mode), the positions of its rows
+    in it, and its partial clipped-gradient sum."""
+
+    def __init__(self, torch, dist, p, device, idx, order, *, rank, connected, group):
+        self.torch, self.dist, self.p, self.device = torch, dist, p, device
+        self.idx, self.order, self.rank, self.connected, self.group = idx, order, rank, connected, group
+        self.t = 0
+        run, loss, dt = p.run, p.loss, p.dtype
+        self.lazy = isinstance(p.X, np.memmap)  # rows read from disk per step, X̄ never formed whole
+        if self.lazy:  # the same arithmetic as _augment, row by row when a batch needs the rows
+            self.scale = p.feature_clip / np.maximum(p.row_norms, p.feature_clip)
+            clipped = np.minimum(p.row_norms, p.feature_clip)
+            self.Xbar, norms = None, np.sqrt(clipped * clipped + p.intercept_scaling * p.intercept_scaling)
+        else:
+            self.Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
+        self.Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
+        self.shape = loss.param_shape(p.X.shape[1])
+        self.derivative = _derivative_for(loss)
+        self.thr = _thresholds(run.lipschitz, norms, dt)
+        self.Xt, self.Yt, self.tt = (None, None, None) if self.lazy else (
+            self.put(self.Xbar), self.put(self.Y), self.put(self.thr))
+        self.all_local = np.arange(idx.size)
+        self.sorted_rows = idx[order]
+        # a contiguous shard in order (the usual case): membership is a range test, 'full' needs no gather
+        self.lo = int(idx[0]) if idx.size else 0
+        self.contiguous = bool(idx.size) and bool(np.array_equal(idx, np.arange(self.lo, self.lo + idx.size)))
+        self.on_cpu = device.type == "cpu"  # gather rows with numpy there: torch's CPU index_select is ~7x slower
+        self.count_t = torch.zeros(1, dtype=torch.int64, device=device)
+
+    def put(self, a):
+        return self.torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+
+    def collective(self, what, fn, *args, **kwargs):
+        if not self.connected:
+            return None
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001
+            raise _fail(self.rank, what, self.t, err) from None
+
+    def start(self, resumed):
+        """(W, the batch stream, the noise stream, how the start was drawn, the first step):
+        the run the checkpoint holds from where it stopped (the same on every rank), or a new
+        start (rank 0's, broadcast, in secure mode)."""
+        p, dt, rank, secure = self.p, self.p.dtype, self.rank, self.p.secure_mode
+        start = 0
+        if resumed is not None:
+            start, init_kind = int(resumed["step"]), resumed["init_kind"]
+            W0t = self.put(np.asarray(resumed["W"], dtype=dt))
+            if secure:
+                batch_rng = SecureRandom() if rank == 0 else None
+                noise_rng = SecureRandom() if rank == 0 else None
+            else:
+                batch_rng = None
+                noise_rng = generator_from_state(resumed["noise_state"])
+        elif secure:
+            batch_rng = SecureRandom() if rank == 0 else None
+            noise_rng = SecureRandom() if rank == 0 else None
+            W0, init_kind = _initial(p, self.shape, SecureRandom())  # rank 0's is broadcast below
+            W0t = self.put(np.array(W0, dtype=dt))
+            self.collective("broadcasting the start", self.dist.broadcast, W0t, 0, group=self.group)
+        else:
+            streams = rng_streams(p.random_state)
+            W0, init_kind = _initial(p, self.shape, streams.init)
+            W0t = self.put(np.array(W0, dtype=dt))
+            batch_rng, noise_rng = streams.batches, streams.noise
+        W = W0t.clone()
+        if resumed is not None:
+            fresh = (batch_rng if batch_rng is not None else SecureRandom()) if secure else None
+            stream = BatchStream.from_state(resumed["batch_meta"], resumed["batch_arrays"], fresh)
+        else:
+            stream = run_batches(p.run, batch_rng if batch_rng is not None else SecureRandom())  # 'full': none
+        self.minus_one = self.torch.full((1, 1), -1.0, dtype=W.dtype, device=self.device)
+        self.matrix = W.dim() == 2
+        return W, stream, noise_rng, init_kind, start
+
+    def global_batch(self, stream):
+        """The global batch B_t (rank 0's, broadcast, in secure mode)."""
+        torch, p = self.torch, self.p
+        if p.secure_mode and self.connected and p.run.batching != "full":
+            batch = next(stream) if self.rank == 0 else None
+            self.count_t.fill_(0 if batch is None else len(batch))
+            self.collective("broadcasting the batch size", self.dist.broadcast, self.count_t, 0, group=self.group)
+            bt = (torch.from_numpy(np.asarray(batch, dtype=np.int64)).to(self.device) if self.rank == 0
+                  else torch.empty(int(self.count_t.item()), dtype=torch.int64, device=self.device))
+            self.collective("broadcasting the batch", self.dist.broadcast, bt, 0, group=self.group)
+            return bt.cpu().numpy()
+        return next(stream)
+
+    def local_positions(self, batch):
+        """The positions (in this rank's rows) of the rows of ``batch`` it holds; None: all."""
+        if isinstance(batch, slice):  # every local row, in global order
+            return None if self.contiguous else self.order
+        batch = np.asarray(batch, dtype=np.int64)
+        if self.contiguous:
+            return batch[(batch >= self.lo) & (batch < self.lo + self.idx.size)] - self.lo
+        sorted_rows = self.sorted_rows
+        pos = np.searchsorted(sorted_rows, batch)
+        pos[pos >= sorted_rows.size] = 0
+        hit = sorted_rows[pos] == batch if sorted_rows.size else np.zeros(batch.size, bool)
+        return self.order[pos[hit]]
+
+    def _lazy_rows(self, part):  # X̄ rows `part`, computed as _augment computes them (bit for bit)
+        p, dt = self.p, self.p.dtype
+        Xr = np.asarray(p.X[part])
+        out = np.empty((part.size, Xr.shape[1] + 1), dtype=dt)
+        if Xr.dtype == np.float64:
+            np.multiply(Xr, self.scale[part, None], out=out[:, :-1], casting="same_kind")
+        else:
+            out[:, :-1] = Xr.astype(np.float64) * self.scale[part, None]
+        out[:, -1] = p.intercept_scaling
+        return out
+
+    def local_sum(self, local, W, G) -> None:
+        """G ← this rank's clipped gradient sum Σ x̄ᵢψᵢ over its rows ``local`` of the batch."""
+        torch, loss, Y, thr = self.torch, self.p.loss, self.Y, self.thr
+        if self.lazy and (local is None or local.size):
+            sel = self.all_local if local is None else local
+            G.zero_()
+            for c in range(0, sel.size, _LAZY_CHUNK):  # 'full': a chunk of rows at a time
+                part = sel[c:c + _LAZY_CHUNK]
+                Xb = self.put(self._lazy_rows(part))
+                D = self.derivative(loss, Xb @ W, self.put(Y[part]), self.put(thr[part]), self.minus_one)
+                G.add_(Xb.T @ D)
+        elif local is None or local.size:
+            if local is None:
+                Xb, Yb, tb = self.Xt, self.Yt, self.tt
+            elif self.on_cpu:
+                Xb, Yb, tb = (torch.from_numpy(self.Xbar[local]), torch.from_numpy(Y[local]),
+                              torch.from_numpy(thr[local]))
+            else:
+                li = torch.from_numpy(local).to(self.device)
+                Xb, Yb, tb = self.Xt.index_select(0, li), self.Yt.index_select(0, li), self.tt.index_select(0, li)
+            D = self.derivative(loss, Xb @ W, Yb, tb, self.minus_one)
+            if self.matrix:
+                torch.mm(Xb.T, D, out=G)
+            else:
+                torch.mv(Xb.T, D, out=G)
+        else:
+            G.zero_()
+
+    def check_agreement(self, W, world: int) -> None:
+        """Every rank must hold rank 0's parameters, bit for bit."""
+        if self.connected and world > 1:
+            ref = W.clone()
+            self.collective("the final parameter check", self.dist.broadcast, ref, 0, group=self.group)
+            if not self.torch.equal(ref, W):
+                raise DistributedError(f"noisysgd distributed: rank {self.rank}: parameters differ from rank 0's "
+                                       "after the last step (a non-deterministic collective?)")
 
 
 # --------------------------------------------------------------------------- local launcher

@@ -56,7 +56,7 @@ from .leaks import check_declared_constants
 from .losses import Loss, LossConstants, _augment, _features, _float_dtype, _positive, _row_norms
 from .secure import SecureRandom
 
-__all__ = ["TrainResult", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core"]
+__all__ = ["TrainResult", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core", "StepHooks"]
 
 
 
@@ -169,6 +169,20 @@ class TrainResult:
 # --------------------------------------------------------------------------- core
 
 
+@dataclass(frozen=True)
+class StepHooks:
+    """What :func:`noisy_sgd_core` does after a step t: ``callback(t, W)`` (W is the live
+    iterate: do not modify it); every ``record_every`` steps (and after the last) the
+    training objective appended to ``history`` (the records so far, for a resumed run);
+    every ``save_every`` steps ``save(t, W, history)`` after the record (a checkpoint)."""
+
+    callback: Callable | None = None
+    record_every: int | None = None
+    history: list | None = None
+    save: Callable | None = None
+    save_every: int | None = None
+
+
 def noisy_sgd_core(
     loss: Loss,
     Xbar: np.ndarray,
@@ -183,12 +197,8 @@ def noisy_sgd_core(
     noise_std: float = 0.0,
     radius: float | None = None,
     noise_rng: np.random.Generator | None = None,
-    callback: Callable | None = None,
-    record_every: int | None = None,
     start_step: int = 0,
-    history: list | None = None,
-    save: Callable | None = None,
-    save_every: int | None = None,
+    hooks: "StepHooks | None" = None,
 ) -> tuple[np.ndarray, int, list]:
     """The step loop, without validation (use :func:`train` or :func:`sgd`).
 
@@ -199,16 +209,17 @@ def noisy_sgd_core(
     ``noise_std`` is 0), Π the projection onto the ball of ``radius`` (none
     when None).  Arrays must already be in one float dtype (that of ``Xbar``).
 
-    Returns (W, steps run, history); ``callback(step, W)`` after every step
-    (W is the live iterate: do not modify it).  ``noise_rng`` may be a
-    :class:`~noisysgd.train.secure.SecureRandom`.
+    Returns (W, steps run, history); ``hooks`` (:class:`StepHooks`) says what
+    runs after a step: the callback, the objective's records, the checkpoints.
+    ``noise_rng`` may be a :class:`~noisysgd.train.secure.SecureRandom`.
 
     Continuing a run: ``start_step`` steps were already taken (``init`` is
     the iterate after them, ``batches`` and ``step_sizes`` start at the next
-    step, steps are numbered from ``start_step + 1``, and ``history`` holds
-    the records so far).  ``save(step, W, history)`` is called after every
-    ``save_every``-th step (after its record), for checkpoints.
+    step, steps are numbered from ``start_step + 1``, and ``hooks.history``
+    holds the records so far).
     """
+    hooks = StepHooks() if hooks is None else hooks
+    callback, record_every, save, save_every = hooks.callback, hooks.record_every, hooks.save, hooks.save_every
     dt = Xbar.dtype
     W = np.array(init, dtype=dt, copy=True)
     flat = W.reshape(-1)
@@ -218,7 +229,7 @@ def noisy_sgd_core(
     if noise is not None and noise_rng is None:
         raise ValueError("noise_rng must be a numpy.random.Generator when noise_std > 0. Found None.")
     r2 = None if radius is None else float(radius) ** 2
-    history = [] if history is None else history
+    history = [] if hooks.history is None else hooks.history
     etas = [float(e) for e in np.asarray(step_sizes, dtype=float)]
     t = start_step
     for t, (batch, eta) in enumerate(zip(batches, etas), start=start_step + 1):
@@ -477,18 +488,25 @@ def _step_description(run: Run) -> str:
     return f"constant η = {run.learning_rate:g}"
 
 
-def _checkpoint_options(run: Run, checkpoint, checkpoint_every, resume, keep_checkpoint):
-    """(path or None, steps between checkpoints, resume, keep), validated."""
-    for name, value in (("resume", resume), ("keep_checkpoint", keep_checkpoint)):
+def _checkpoint_options(run: Run, checkpointing):
+    """(path or None, steps between checkpoints, resume, keep, JSON-ready context) of
+    ``checkpointing`` (a :class:`~.checkpoint.Checkpointing` or None), validated."""
+    c = _ckpt.Checkpointing() if checkpointing is None else checkpointing
+    if not isinstance(c, _ckpt.Checkpointing):
+        raise ValueError(f"checkpointing must be a noisysgd.train.checkpoint.Checkpointing or None. Found {c!r}.")
+    checkpoint, checkpoint_every = c.path, c.every
+    for name, value in (("resume", c.resume), ("keep_checkpoint", c.keep)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be True or False. Found {value!r}.")
+    if c.context is not None and not isinstance(c.context, dict):
+        raise ValueError(f"checkpoint_context must be a dict or None. Found {c.context!r}.")
     if checkpoint is None:
         if checkpoint_every is not None:
             raise ValueError(f"checkpoint_every needs a checkpoint path. Found checkpoint=None, "
                              f"checkpoint_every={checkpoint_every!r}.")
-        if resume:
+        if c.resume:
             raise ValueError("resume needs a checkpoint path to resume from. Found checkpoint=None.")
-        return None, None, False, False
+        return None, None, False, False, None
     from ..io import check_output_file
 
     if not isinstance(checkpoint, (str, os.PathLike)) or not str(checkpoint):
@@ -497,7 +515,12 @@ def _checkpoint_options(run: Run, checkpoint, checkpoint_every, resume, keep_che
     every = 1 if checkpoint_every is None else checkpoint_every
     if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
         raise ValueError(f"checkpoint_every must be a whole number of epochs >= 1. Found {checkpoint_every!r}.")
-    return path, int(every) * run.steps_per_epoch, resume, keep_checkpoint
+    try:
+        context = _ckpt.plain(c.context or {})
+    except (TypeError, ValueError):
+        raise ValueError("checkpoint_context must be JSON-ready (numbers, strings, lists, dicts). "
+                         f"Found {c.context!r}.") from None
+    return path, int(every) * run.steps_per_epoch, c.resume, c.keep, context
 
 
 def _init_description(p: _Prepared):
@@ -547,43 +570,31 @@ def train(
     analyses=None,
     record: bool = False,
     secure_mode: bool = False,
-    checkpoint=None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
-    keep_checkpoint: bool = False,
-    checkpoint_context: dict | None = None,
+    checkpointing: _ckpt.Checkpointing | None = None,
 ) -> TrainResult:
     """Train with the Noisy-SGD that ``run`` describes (module docstring).
 
     Parameters
     ----------
     run : noisysgd.Run
-        n, batch size and batching, steps, step sizes, noise multiplier z,
-        clip norm L (``lipschitz``), λ = ``strong_convexity``, ``diameter``,
-        ``convex`` and ``smoothness`` — the same object the accountant reads.
+        The run the accountant reads: batches, steps, step sizes, z, the clip
+        norm L (``lipschitz``), λ = ``strong_convexity``, ``diameter``.
     loss : Loss
-        :class:`BinaryLogistic`, :class:`Softmax`, :class:`OneVsRestLogistic`,
-        :class:`Squared` or :class:`Huber`.
+        A loss of :mod:`noisysgd.train.losses`.
     X : array_like, shape (run.n, d)
         Finite features; each row is clipped to norm ``feature_clip`` and a
         bias coordinate ``intercept_scaling`` is appended.
     y : array_like, shape (run.n,)
-        Labels, encoded by the loss: {0, 1} or {−1, +1} (binary), class
-        indices 0..k−1 (multiclass), real values (regression; clipped to
-        [−target_bound, target_bound] when given).
-    feature_clip : float
-        R > 0, fixed independently of the data.
-    target_bound : float, optional
-        Y > 0 for regression losses.
+        Labels: {0, 1} or {−1, +1} (binary), 0..k−1 (multiclass), reals
+        (regression; clipped to [−target_bound, target_bound] when given).
+    feature_clip, target_bound : float
+        R > 0, fixed independently of the data; Y > 0 for regression losses.
     intercept_scaling : float
-        s > 0, the bias coordinate appended to every clipped row (default 1;
-        :func:`~noisysgd.train.losses.augment`).
+        s > 0, the bias coordinate appended to every clipped row (default 1).
     init : None or array
         The start, fixed independently of the data: None = 0 (the centre of
-        K) or an explicit array in K.  When ``run.initialization`` is
-        ``"gaussian"`` the start is drawn from Π_K(N(0, (2σ²/λ)·I)), σ =
-        ``run.sigma("ye-shokri")`` (what ``chourasia`` assumes; needs λ > 0
-        and a constant step size), and ``init`` must be None.
+        K) or an array in K; None with ``run.initialization="gaussian"``
+        (Π_K(N(0, (2σ²/λ)·I)), σ = ``run.sigma("ye-shokri")``).
     random_state : None, int or numpy.random.Generator
         Seeds the batch, noise and start streams (:func:`rng_streams`).
         Must be None with ``secure_mode``.
@@ -596,54 +607,21 @@ def train(
         to ``run`` (``why_not`` is None) and be sound, else ``ValueError``.
     record : bool
         Record the training objective after every epoch (``history``; not
-        private, costs one pass over the data per epoch).  A resumed run
-        keeps the records its checkpoint holds.
+        private, one pass over the data per epoch; kept across a resume).
     secure_mode : bool
         Draw the noise, the batches and the start from the operating
-        system's CSPRNG (:class:`~noisysgd.train.secure.SecureRandom`:
-        ``os.urandom`` bytes, normals by the inverse normal CDF) instead of
-        numpy's seeded generators.  ``random_state`` must then be None: a
-        seed would make the noise reproducible by whoever knows it, and the
-        batches too (amplification by sampling, and the hidden-state
-        analyses, assume the adversary cannot predict them).  This closes
-        the attacks that predict or replay the noise; floating-point noise
-        is still not exactly Gaussian (Mironov 2012; Jin et al. 2022) and no
-        timing channel is closed.
-    checkpoint : str or path, optional
-        A file to keep the run's checkpoint in (:mod:`.checkpoint`): written
-        atomically every ``checkpoint_every`` epochs (and at step 0), and
-        deleted when the run has finished unless ``keep_checkpoint``.  **It
-        holds a hidden iterate — which the certificate assumes is never
-        released — the generator states and a keyed fingerprint of the
-        data: keep it as secret as the training data, and delete it after
-        training.**  A file that already exists is refused unless ``resume``.
-        A run stopped by an error or a signal leaves its last checkpoint
-        (to resume from); delete it if the run is abandoned.
-    checkpoint_every : int, optional
-        Epochs between checkpoints (default 1; with ``batching="full"`` an
-        epoch is one step, and each checkpoint costs a write and an
-        ``fsync``).  Not part of the run: a resumed run may use another value.
-    resume : bool
-        Continue the run the checkpoint holds (start a new one if there is
-        no file yet).  The checkpoint must be of exactly this run — the same
-        ``run``, loss, feature clip, target bound, dtype, start, analyses,
-        ``secure_mode`` and ``checkpoint_context`` — and of the same data
-        (its keyed fingerprint), else :class:`~.checkpoint.CheckpointError`
-        names what differs; an int ``random_state`` must be the recorded
-        one (None is accepted: the generators continue from the recorded
-        states).  The result is bit-identical to the uninterrupted run with
-        the same seed; in secure mode the steps after the resume draw fresh
-        noise and batches (cyclic keeps its one order), so the result has
-        the law of the uninterrupted run.  A finished run's checkpoint
-        gives back its final model and cannot be continued into more steps.
-    keep_checkpoint : bool
-        Keep the checkpoint of the finished run (rewritten at the end)
-        instead of deleting it: for a caller that deletes it itself once it
-        has stored the result (``noisysgd train`` does).
-    checkpoint_context : dict, optional
-        JSON-ready facts about how the run was chosen (``fit_private``: the
-        target ε, δ and the calibration), recorded in the checkpoint and
-        required to match on resume.
+        system's CSPRNG (:class:`~noisysgd.train.secure.SecureRandom`)
+        instead of numpy's seeded generators; ``random_state`` must then be
+        None (a seed would make noise and batches predictable).
+        Floating-point noise is still not exactly Gaussian (Mironov 2012)
+        and no timing channel is closed.
+    checkpointing : Checkpointing, optional
+        The checkpoint file and its options
+        (:class:`~noisysgd.train.checkpoint.Checkpointing`, which states
+        what a resume must match).  **It holds a hidden iterate, which the
+        certificate assumes is never released: keep it as secret as the
+        training data.**  A resumed run is bit-identical to the
+        uninterrupted one with the same seed (in secure mode: the same law).
 
     Returns
     -------
@@ -652,12 +630,9 @@ def train(
     Raises
     ------
     ValueError
-        Bad input (the message names the argument), a loss that contradicts
-        the run's declared constants (convexity, smoothness ≥ M + λ), an
-        analysis that does not apply, or a checkpoint that exists without
-        ``resume`` or is not of this run and data
-        (:class:`~.checkpoint.CheckpointError`).  Nothing is computed before
-        every check has passed.
+        Bad input (named), a loss contradicting the run's constants, an
+        analysis that does not apply, a checkpoint not to be used
+        (:class:`~.checkpoint.CheckpointError`); before anything is computed.
 
     Examples
     --------
@@ -682,17 +657,9 @@ def train(
     constants, checked = _checked_constants(run, loss, p, analyses)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False. Found {record!r}.")
-    path, every, resume, keep = _checkpoint_options(run, checkpoint, checkpoint_every, resume,
-                                                    keep_checkpoint)
-    if checkpoint_context is not None and not isinstance(checkpoint_context, dict):
-        raise ValueError(f"checkpoint_context must be a dict or None. Found {checkpoint_context!r}.")
+    path, every, resume, keep, context = _checkpoint_options(run, checkpointing)
     ledger = None
     if path is not None:
-        try:
-            context = _ckpt.plain(checkpoint_context or {})
-        except (TypeError, ValueError):
-            raise ValueError("checkpoint_context must be JSON-ready (numbers, strings, lists, dicts). "
-                             f"Found {checkpoint_context!r}.") from None
         ledger = _ckpt.Ledger.open(path, resume=resume, description=_description(p, checked, context),
                                    X=p.X, Y=p.Y, random_state=p.random_state, every_steps=every, keep=keep)
     # every check passed: warn, then compute
@@ -787,12 +754,10 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
         noise_std=noise_std,
         radius=radius,
         noise_rng=noise_rng,
-        callback=p.callback,
-        record_every=run.steps_per_epoch if record else None,
         start_step=start,
-        history=history,
-        save=None if ledger is None else save,
-        save_every=None if ledger is None else ledger.every_steps,
+        hooks=StepHooks(callback=p.callback, record_every=run.steps_per_epoch if record else None,
+                        history=history, save=None if ledger is None else save,
+                        save_every=None if ledger is None else ledger.every_steps),
     )
     if ledger is not None:
         if ledger.keep:
