@@ -19,7 +19,7 @@ from ..run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 
 __all__ = ["FLAGS", "UsageError", "Parser", "OneLineWarnings", "add_run_flags", "add_accounting_flags",
            "run_from_args", "progress_wanted", "check_out_dir", "flag_for", "one_line", "orders_arg",
-           "epoch_range_arg", "RAW", "auxiliary"]
+           "epoch_range_arg", "RAW", "auxiliary", "write_outputs"]
 
 #: The help formatter of every subcommand (examples keep their line breaks).
 RAW = argparse.RawDescriptionHelpFormatter
@@ -263,3 +263,14 @@ def auxiliary(compute, *args) -> tuple[float | None, str | None]:
         return None, str(exc)
     except ArithmeticError as exc:
         return None, f"not computed: {type(exc).__name__} in its numerics"
+
+
+def write_outputs(out, model: dict, certificate: dict, metrics: dict) -> None:
+    """``model.json``, ``certificate.json`` and ``metrics.json`` into the directory ``out``,
+    all at once or not at all (``noisysgd train`` and ``noisysgd tune``)."""
+    from ..io import atomic_directory, write_json
+
+    with atomic_directory(out) as tmp:
+        write_json(tmp / "model.json", model)
+        write_json(tmp / "certificate.json", certificate)
+        write_json(tmp / "metrics.json", metrics)

@@ -38,12 +38,13 @@ import time
 import numpy as np
 
 from ..estimators import classification_loss
-from ..io import atomic_directory, check_output_dir, check_output_file, load_table, write_json
+from ..io import check_output_dir, check_output_file, load_table
 from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from ..train import Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
 from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private
+from .common import write_outputs
 
 __all__ = ["add_arguments", "cmd_train"]
 
@@ -568,10 +569,7 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
                      "it as if it were"),
         },
     }
-    with atomic_directory(out) as tmp:
-        write_json(tmp / "model.json", model)
-        write_json(tmp / "certificate.json", fit.certificate)
-        write_json(tmp / "metrics.json", metrics)
+    write_outputs(out, model, fit.certificate, metrics)
     if args.checkpoint is not None:  # the outputs are on disk: the secret state goes
         delete_checkpoint(args.checkpoint)
     if args.json:

@@ -23,10 +23,11 @@ import time
 
 import numpy as np
 
-from ..io import atomic_directory, check_output_dir, load_table, write_json
+from ..io import check_output_dir, load_table
 from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from .train import _declared_classes, _float_or_auto, _learning_rate
+from .common import write_outputs
 
 __all__ = ["add_arguments", "cmd_tune", "parse_grid"]
 
@@ -186,10 +187,7 @@ def cmd_tune(args) -> int:
                      "it were"),
         },
     }
-    with atomic_directory(out) as tmp:
-        write_json(tmp / "model.json", model)
-        write_json(tmp / "certificate.json", cv.privacy_report_)
-        write_json(tmp / "metrics.json", metrics)
+    write_outputs(out, model, cv.privacy_report_, metrics)
     if args.json:
         import json
 
