@@ -282,7 +282,7 @@ class _NoisySGDBase(BaseEstimator):
         self.privacy_report_ = fit.certificate
         self.privacy_report_["config"] = config
         if query is not None:
-            self._compose_range_query(fit, query)
+            self.epsilon_, self.delta_ = fit.total  # the model and the query (composed by fit_private's certify)
             if center_rule == "private" and frange is not None and "feature_range" not in query:
                 self.privacy_report_["preprocessing"]["feature_range"] = "declared public bounds (no privacy cost)"
         elif frange is not None:
@@ -352,14 +352,6 @@ class _NoisySGDBase(BaseEstimator):
                 p["intercept_scaling"] = auto_intercept_scaling(clip)
             p["feature_clip"] = clip
         return X, center, details
-
-    def _compose_range_query(self, fit, query):
-        """The release is the model *and* the ranges (they shape it): the certificate covers
-        both (:func:`noisysgd.accountant.compose_query`)."""
-        from .accountant import compose_query
-
-        self.epsilon_, self.delta_ = compose_query(self.privacy_report_, fit.epsilon, fit.report.delta,
-                                                         fit.run.adjacency, query, report=fit.report)
 
     def _warn_if_composition(self, fit, p, loss, target_bound, query=None):
         """One :class:`CompositionFallbackWarning` when the calibration ended on a

@@ -36,7 +36,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import __version__
-from .accountant import Calibration, EpsilonReport, calibrate, calibrate_composed, composed_epsilon, epsilon
+from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_composed, compose_query, composed_epsilon,
+                         epsilon)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer, _real
 from .train import Loss, TrainResult, train
 from .train import checkpoint as _ckpt
@@ -76,7 +77,15 @@ class PrivateFit:
 
     @property
     def epsilon(self) -> float:
+        """The training's own ε (at ``report.delta``)."""
         return self.report.epsilon
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """(ε, δ) of everything released: the model, and the preprocessing query's answer
+        when there was one (the certificate's ``epsilon_total``, ``delta_total``)."""
+        return (self.certificate.get("epsilon_total", self.report.epsilon),
+                self.certificate.get("delta_total", self.report.delta))
 
 
 #: ``learning_rate="max"`` is this fraction of 2/(m + M), the strictest limit
@@ -373,12 +382,17 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
 
 def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: int, n_features: int) -> dict:
     """Step 5: the certificate of the executed run (the report's, with what the trainer
-    enforced, the data's shape, the version and the calibration record)."""
+    enforced, the data's shape, the version and the calibration record), composed with the
+    preprocessing query when there is one (:func:`noisysgd.accountant.compose_query`: the
+    certificate's ``epsilon_total``, ``delta_total`` and ``guarantee`` then cover both)."""
     certificate = calibrated.report.certificate()
     certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
     certificate["certificate"]["data"] = {"n": n, "n_features": n_features}
     certificate["noisysgd_version"] = __version__
     calibration, query = calibrated.calibration, privacy.query
+    if query is not None:  # the release is the model *and* the query's answer: the certificate covers both
+        compose_query(certificate, calibrated.report.epsilon, calibrated.report.delta, calibrated.run.adjacency,
+                      query, report=calibrated.report)
     if calibration is not None:
         certificate["calibration"] = {"target_epsilon": privacy.epsilon, "noise_multiplier": calibrated.noise_multiplier,
                                       "rel_tol": calibration.rel_tol, "evaluations": calibration.evaluations}

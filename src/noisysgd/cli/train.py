@@ -482,11 +482,8 @@ def cmd_train(args) -> int:
                      "information about those rows that the certificate does not cover"),
         }
     fit.certificate["config"] = config
-    if query is not None:
-        from ..accountant import compose_query
-
-        eps_total, delta_total = compose_query(fit.certificate, fit.epsilon, fit.report.delta,
-                                                     fit.run.adjacency, query, report=fit.report)
+    if query is not None:  # the certificate covers the model and the query (fit_private's certify)
+        eps_total, delta_total = fit.total
         extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)
         if frange is not None and "feature_range" not in query:
             fit.certificate["preprocessing"]["feature_range"] = "declared public bounds (no privacy cost)"
