@@ -200,3 +200,45 @@ def test_single_process_cli_hints_at_workers_for_big_mapped_data(tmp_path, array
                  "0", "--quiet", "--center", "none", "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "add --workers 1 to read it a batch at a time" in err and len(err.strip().splitlines()) == 1
+
+
+def test_memory_mapping_refused_by_an_address_space_limit_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    """Under an address-space limit (prlimit --as) the map of X fails with ENOMEM: the reader
+    says so, instead of silently reading all of X into memory and dying (issue 28).  The
+    limit is real (a subprocess under RLIMIT_AS); the command line's one line is checked with
+    the same error raised in process."""
+    import errno
+    import subprocess
+    import sys
+
+    pytest.importorskip("resource")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS is a Linux address-space limit")
+    X = np.zeros((200_000, 64))  # 97.7 MiB, stored uncompressed: memory-mappable
+    path = tmp_path / "big.npz"
+    np.savez(path, X=X, y=np.zeros(X.shape[0]))
+    code = (
+        "import resource, sys\n"
+        "from noisysgd.io import load_table\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + (48 << 20), resource.RLIM_INFINITY))\n"
+        "try:\n"
+        f"    load_table({str(path)!r}, target='y')\n"
+        "except OSError as exc:\n"
+        "    print(exc); sys.exit(7)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 7, proc.stderr
+    assert "X of big.npz could not be memory-mapped" in proc.stdout and "ulimit -v" in proc.stdout
+
+    import noisysgd.io as nio
+    from noisysgd.cli import main
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(nio.np, "memmap", refused)
+    assert main(["train", str(path), "--target", "y", "--out", str(tmp_path / "o"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "noisysgd train: error: data: X of big.npz could not be memory-mapped" in err
+    assert not (tmp_path / "o").exists()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import json
 import math
 import os
@@ -192,11 +193,23 @@ def _load_npz(p: Path, target: str) -> Table:
     than memory is read a batch at a time by the data-parallel engine; the target in memory."""
     try:
         X_mapped = npz_memmap(p)
-    except (OSError, ValueError):
+    except OSError as exc:
+        if exc.errno in (errno.ENOMEM, errno.EFBIG, errno.EOVERFLOW, errno.ENFILE, errno.EMFILE):
+            # the file is fine but this process may not map it (an address-space limit, too many
+            # open files): never fall back silently to reading all of X into memory
+            raise OSError(f"data: X of {p.name} could not be memory-mapped ({exc.strerror}): raise the process's "
+                          "address-space limit (ulimit -v, prlimit --as) or free memory; X stays on disk and "
+                          "--workers 1 reads it a batch at a time once it can be mapped") from None
         X_mapped = None  # np.load below names what is wrong with the file
+    except ValueError:
+        X_mapped = None
     try:
         with np.load(p, allow_pickle=False) as data:
             arrays = {k: (X_mapped if k == "X" and X_mapped is not None else data[k]) for k in data.files}
+    except MemoryError:
+        raise OSError(f"data: the arrays of {p.name} do not fit in memory: store X uncompressed (np.savez, not "
+                      "np.savez_compressed) as float32 or float64 so that it is memory-mapped, and train with "
+                      "--workers 1 (a batch at a time)") from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"data must be a readable .npz file. Found {str(p)!r}: {exc}.") from None
     if "X" not in arrays:
