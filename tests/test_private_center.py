@@ -83,9 +83,13 @@ def test_a_mean_lost_in_its_noise_is_not_subtracted():
     (a χ² with 200 degrees of freedom over 200, within 2 with overwhelming probability)."""
     Z = np.random.default_rng(3).normal(size=(50, 200))
     X = np.vstack([Z, -Z])
-    with pytest.warns(UserWarning, match="does not stand out of its noise"):
+    with pytest.warns(UserWarning, match="does not stand out of its noise") as caught:
         center, clip, details = private_center(X, 0.5, radius=1.0, rng=4)
     assert center is None and clip == 1.0 and not details["centered"]
+    # the warning states its threshold: the mean's norm must exceed sqrt(2) times the noise's expected norm
+    threshold = math.sqrt(2.0) * details["expected_noise_norm"]
+    assert f"sqrt(2) times that, {threshold:.3g}" in str(caught[0].message)
+    assert details["mean_norm"] <= threshold
 
 
 def test_the_share_of_mu_and_delta():

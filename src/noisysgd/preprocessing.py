@@ -310,7 +310,8 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     else:  # post-processing of the released mean: saying so leaks nothing more
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
-            f"(expected norm {math.sqrt(noise2):.3g}, n = {n} rows); the rows were not centered",
+            f"(the noise alone has expected norm {math.sqrt(noise2):.3g}; centering needs the mean's norm above "
+            f"sqrt(2) times that, {math.sqrt(2.0 * noise2):.3g}; n = {n} rows); the rows were not centered",
             UserWarning, stacklevel=3)
         return None, float(radius), details
     return mean, clip, details
