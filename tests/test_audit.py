@@ -523,7 +523,7 @@ AUDITS = [
     # add/remove (issue 24): D = D' without its last example, on the n − 1 others
     ("at-1d poisson b=2, add-remove, tuned", _at("poisson", 2, 0.5, adjacency="add-remove"),
      dict(threshold="tuned")),
-    ("at-1d sample b=2, add-remove, tuned", _at("sample", 2, 0.5, adjacency="add-remove"),
+    ("at-1d poisson b=n, add-remove, tuned", _at("poisson", 10, 2.0, adjacency="add-remove"),
      dict(threshold="tuned")),
 ]
 

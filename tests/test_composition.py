@@ -75,16 +75,17 @@ def test_sample_is_accounted_like_poisson_under_replace():
     assert a.epsilon == c.epsilon > b.epsilon
 
 
-def test_sample_keeps_sensitivity_2L_under_add_remove():
-    """Adding an example to fixed-size batches replaces one in the batch (probability
-    b/(n+1)): the step is the sampled Gaussian with sensitivity 2L, i.e. z/2, not z."""
+def test_add_remove_is_sensitivity_l_under_poisson_and_refused_under_sample():
+    """Poisson at the declared rate: the sampled Gaussian with sensitivity L (z, not z/2);
+    fixed-size `sample` batches are refused under add/remove (issue 24)."""
     kw = dict(steps=2000, noise_multiplier=0.9)
-    add_remove = noisysgd.epsilon(run_(batching="sample", **kw), delta=1e-6, analyses=["composition"])
-    replace = noisysgd.epsilon(run_(batching="sample", adjacency="replace", **kw), delta=1e-6,
-                               analyses=["composition"])
     poisson = noisysgd.epsilon(run_(batching="poisson", **kw), delta=1e-6, analyses=["composition"])
-    assert add_remove.epsilon == replace.epsilon > poisson.epsilon
-    assert add_remove.results["composition"].details["sensitivity"] == 2.0
+    replace = noisysgd.epsilon(run_(batching="poisson", adjacency="replace", **kw), delta=1e-6,
+                               analyses=["composition"])
+    assert poisson.epsilon < replace.epsilon
+    assert poisson.results["composition"].details["sensitivity"] == 1.0
+    with pytest.raises(ValueError, match="needs batching='poisson'"):
+        run_(batching="sample", **kw)
 
 
 @pytest.mark.parametrize("batching", ["shuffle", "cyclic"])

@@ -111,9 +111,9 @@ def test_sensitivity_follows_adjacency():
     assert make().sensitivity == 2.0 and make().noise_to_sensitivity == 0.5
     run = make(adjacency="add-remove", lipschitz=3.0, noise_multiplier=2.0, batching="poisson")
     assert run.sensitivity == 3.0 and run.noise_to_sensitivity == 2.0
-    # fixed-size batches: adding an example replaces one in the batch, so 2L stays
-    fixed = make(adjacency="add-remove", lipschitz=3.0, noise_multiplier=2.0, batching="sample")
-    assert fixed.sensitivity == 6.0 and fixed.noise_to_sensitivity == 1.0
+    # fixed-size batches are refused under add-remove (issue 24)
+    with pytest.raises(ValueError, match="needs batching='poisson'"):
+        make(adjacency="add-remove", lipschitz=3.0, noise_multiplier=2.0, batching="sample")
 
 
 def test_conventions_match_the_architecture_table():

@@ -67,7 +67,8 @@ from .preprocessing import (_check_feature_range, _warn_about_private_preprocess
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
-from .private_fit import Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta, fit_private
+from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
+                          fit_private, public_size)
 
 __all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", "classification_loss",
            "CompositionFallbackWarning"]
@@ -189,6 +190,7 @@ class _NoisySGDBase(BaseEstimator):
             "clip_norm": _check_real(self, "clip_norm", self.clip_norm, optional=True),
             "diameter": _check_real(self, "diameter", self.diameter, optional=True),
             "adjacency": _check_choice(self, "adjacency", self.adjacency, ADJACENCIES),
+            "public_n": _check_int(self, "public_n", self.public_n, optional=True),
             "initialization": _check_choice(self, "initialization", self.initialization,
                                             INITIALIZATIONS),
             "dtype": _check_choice(self, "dtype", self.dtype, ("float64", "float32")),
@@ -233,6 +235,9 @@ class _NoisySGDBase(BaseEstimator):
 
     def _fit(self, X, y, loss, *, target_bound=None):
         p = self._common()
+        # n: the rows under replace, the declared public_n under add-remove (which needs it)
+        p["n"] = public_size(Privacy(adjacency=p["adjacency"], public_n=p["public_n"]), X.shape[0],
+                             "poisson" if p["batching"] == "auto" else p["batching"])
         _warn_about_private_preprocessing(self)
         requested = getattr(self, "feature_range", None)
         center_rule = self._center_rule(p)
@@ -256,7 +261,7 @@ class _NoisySGDBase(BaseEstimator):
                 X, center, q = self._private_center(p, X, recorded)
                 queries.append(q)
         query = combine_queries(queries)
-        n = X.shape[0]
+        n = p["n"]
         config = configure(p, loss, n, X.shape[1], target_bound)
         b = p["batch_size"]
         if b is not None and p["batching"] != "full":
@@ -268,7 +273,7 @@ class _NoisySGDBase(BaseEstimator):
             Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
                    clip_norm=p["clip_norm"], diameter=p["diameter"], target_bound=target_bound),
             Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
-                    adjacency=p["adjacency"], analyses=self.analysis, query=query),
+                    adjacency=p["adjacency"], analyses=self.analysis, query=query, public_n=p["public_n"]),
             Execution(random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
                       checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
                       resume=self.checkpoint is not None, keep_checkpoint=False),
@@ -314,7 +319,7 @@ class _NoisySGDBase(BaseEstimator):
                                "share of epsilon, so it needs epsilon)")
         from .preprocessing import private_ranges_within
 
-        delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
+        delta = p["delta"] if p["delta"] is not None else _default_delta(p["n"])
         frange, details, p["epsilon"], p["delta"] = private_ranges_within(
             X, p["epsilon"], delta, adjacency=p["adjacency"], seed=self.random_state, secure_mode=self.secure_mode,
             recorded=recorded)
@@ -342,7 +347,7 @@ class _NoisySGDBase(BaseEstimator):
         the bias coordinate); ``p``'s target is lowered to the rest as for private ranges."""
         from .preprocessing import private_center_within
 
-        delta = p["delta"] if p["delta"] is not None else _default_delta(X.shape[0])
+        delta = p["delta"] if p["delta"] is not None else _default_delta(p["n"])
         center, clip, details, p["epsilon"], p["delta"] = private_center_within(
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
             secure_mode=self.secure_mode, recorded=recorded)
@@ -514,6 +519,13 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         Analyses to calibrate with (:data:`noisysgd.ANALYSES`); "best" takes
         the tightest sound one.
     adjacency : {"replace", "add-remove"}, default="replace"
+        ``add-remove`` takes batching="poisson" only and needs ``public_n``.
+    public_n : int or None, default=None
+        The dataset size declared public, required under ``add-remove``: the
+        sampling rate b/public_n, the number of steps and the default delta
+        are fixed from it, so that a dataset with one row more or fewer runs
+        the same mechanism (the data may hold any number of rows).  Under
+        ``replace`` n is public: None, or the number of rows.
     initialization : {"fixed", "gaussian"}, default="fixed"
     dtype : {"float64", "float32"}, default="float64"
     random_state : int, numpy.random.Generator or None, default=None
@@ -642,7 +654,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
                  checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",
-                 center=CLASSIFIER_CENTER, classes=None):
+                 center=CLASSIFIER_CENTER, classes=None, public_n=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -667,6 +679,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.intercept_scaling = intercept_scaling
         self.center = center
         self.classes = classes
+        self.public_n = public_n
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -754,7 +767,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
                  diameter=None, loss="huber", huber_delta=1.0, target_bound=None, analysis="best",
                  adjacency="replace", initialization="fixed", dtype="float64", random_state=None,
                  secure_mode=False, checkpoint=None, checkpoint_every=None, feature_range=None,
-                 intercept_scaling=1.0, center=None):
+                 intercept_scaling=1.0, center=None, public_n=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -780,6 +793,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
         self.feature_range = feature_range
         self.intercept_scaling = intercept_scaling
         self.center = center
+        self.public_n = public_n
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""

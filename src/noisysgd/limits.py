@@ -37,11 +37,8 @@ every hidden-state analysis needs anyway: η < 2/(m+M) ≤ 1/λ)
 Take every example but the differing one with g = 0 and the differing one
 with g = +L·e (dataset D) or g = −L·e (D', **replace**), or absent
 (**add-remove**, which :class:`~noisysgd.run.Run` admits only for ``poisson``
-and ``sample`` batches, drawn afresh each step: the other steps' batches have
-the same law on both datasets).  Under ``sample`` the added example displaces
-another one of its fixed-size batch, so the others get g = −L·e and a batch
-holding it moves by 2L: the add-remove gap below is doubled (κ → 2κ) for
-``sample``.  Orthogonally to e the two laws are
+batches at the fixed rate b/n of the declared public n: the other examples'
+batches have the same law on both datasets).  Orthogonally to e the two laws are
 identical and independent of the e-coordinate, so the privacy of the pair is
 that of the e-coordinate.  With B_t the membership indicator of the
 differing example at step t, W = Σ_t c^{T−1−t}·B_t, S² = Σ_{j<T} c^{2j} and
@@ -50,8 +47,7 @@ dividing by the noise scale η·zL/b·S:
     replace:     P = E_W[N(−κW, 1)]  vs  Q = E_W[N(+κW, 1)],     κ = 1/(z·S),
     add-remove:  P = E_W[N(+κW, 1)]  vs  Q = N(0, 1)             (both directions),
 
-the mean gap being 2κW under replace and κW under add-remove (2κW for
-``sample``, see above).  With
+the mean gap being 2κW under replace and κW under add-remove.  With
 ``initialization="gaussian"`` (θ₀ ~ N(0, 2σ²/λ·I), σ = zL√(η/2)/b in Ye &
 Shokri's convention, no projection without a diameter) the start adds
 c^{2T}·2σ²/λ = c^{2T}/(ηλ) to the normalized variance: κ = 1/(z·√(S² +
@@ -61,8 +57,8 @@ The law of W, by batching (K = steps per epoch, rem = n − K·b):
 
 * ``poisson`` and ``sample``: B_t ~ Bern(b/n) independent across steps (for
   ``sample`` a fresh uniform batch of size b holds a given example with
-  probability b/n, independently of the other steps).  Under add-remove the
-  dataset holding the extra example has n examples.
+  probability b/n, independently of the other steps).  Under add-remove
+  (poisson only) q = b/n with n the declared public size.
 * ``full``: B_t = 1, W = Σ_j c^j is deterministic: the pair is a pair of
   Gaussians, exactly μ-GDP with μ = 2κW (replace only).
 * ``cyclic``: one fixed, known order; an analysis must cover every position p
@@ -397,8 +393,6 @@ class _Law:
 
     def _dirs(self, z):
         kappa = _kappa(self.run, z)
-        if self.run.adjacency == "add-remove":
-            kappa *= self.run.sensitivity / self.run.lipschitz   # `sample`: the displaced row, 2L
         return _directions(self.values, self.masses, kappa, self.run.adjacency)
 
     def delta(self, eps: float, z: float) -> float:

@@ -312,24 +312,30 @@ class InvalidCertificateWarning(UserWarning):
 
 
 def _warn_if_refuted(certificate, where) -> None:
-    """Warn when ``certificate`` is one that earlier versions issued wrongly: add/remove
-    adjacency with fixed-partition or full batches, certified with sensitivity L on the
-    touched epochs while an added row moves every later batch (issue 24; the exact ε of a
-    linear instance is μ = 2√T/z against the certified √E/z)."""
+    """Warn when ``certificate`` is one that earlier versions issued wrongly (issue 24): add/remove
+    adjacency with a batching other than poisson (an added row moves every later batch, or every
+    other row's chance b/n; the exact ε of a linear instance is up to μ = 2√T/z against the
+    certified √E/z), or with poisson batches whose rate and steps came from the data's own size
+    (no declared public n: a neighbour ran another rate and another number of steps)."""
     run = (certificate or {}).get("run") if isinstance(certificate, dict) else None
     if not isinstance(run, dict) or run.get("adjacency") != "add-remove":
         return
     from .run import ADD_REMOVE_BATCHINGS
 
     batching = run.get("batching")
-    if batching in ADD_REMOVE_BATCHINGS:
-        return
+    data = ((certificate.get("certificate") or {}).get("data") or {}) if isinstance(
+        certificate.get("certificate"), dict) else {}
+    if batching in ADD_REMOVE_BATCHINGS and ("n_is" in data or "data" not in (certificate.get("certificate") or {})):
+        return  # poisson at a declared public n (or a certificate of the accountant alone: n was given)
     import warnings
 
+    why = (f"{batching!r} batches (an added row moves every later batch, or every other row's chance to be "
+           "drawn)" if batching not in ADD_REMOVE_BATCHINGS else
+           "a sampling rate and a number of steps taken from the data's own size (no declared public_n)")
     warnings.warn(
-        f"certificate: {str(where)!r} certifies add/remove adjacency with {batching!r} batches, which noisysgd "
-        f"{certificate.get('noisysgd_version', '< 0.2')} accounted too small (an added row moves every later "
-        "batch; issue 24): do not rely on its epsilon; retrain with adjacency='replace' or batching='poisson'",
+        f"certificate: {str(where)!r} certifies add/remove adjacency with {why}, which noisysgd "
+        f"{certificate.get('noisysgd_version', '< 0.2')} accounted too small (issue 24): do not rely on its "
+        "epsilon; retrain with adjacency='replace', or batching='poisson' and public_n",
         InvalidCertificateWarning, stacklevel=3)
 
 

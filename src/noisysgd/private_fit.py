@@ -11,7 +11,8 @@ checkpoints, progress: nothing that changes the run's law) — and it is the
 composition of five steps, each a function of frozen values:
 
 1. :func:`describe` — the one :class:`~noisysgd.Run` the accountant and the
-   engine both read (n, batches, steps, η, L, M + λ, λ derived by the loss from
+   engine both read (n — the rows under replace, the declared ``public_n`` under
+   add-remove: :func:`public_size` —, batches, steps, η, L, M + λ, λ derived by the loss from
    the declared bounds, never measured; the adjacency rules are the Run's own);
 2. the preprocessing queries are answered by the caller
    (:mod:`noisysgd.preprocessing`) and passed in ``Privacy.query``;
@@ -38,14 +39,15 @@ import numpy as np
 from . import __version__
 from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_composed, compose_query, composed_epsilon,
                          epsilon)
-from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer, _real
+from .run import (ADD_REMOVE_BATCHINGS, ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer,
+                  _real, add_remove_refusal)
 from .train import Loss, TrainResult, train
 from .train import checkpoint as _ckpt
 from .train.checkpoint import Checkpointing
 from .train.engine import _check_secure_mode
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
-           "Execution", "Calibrated", "describe", "calibrate_run", "execute", "certify"]
+           "Execution", "Calibrated", "public_size", "describe", "calibrate_run", "execute", "certify"]
 
 
 class DeltaWarning(UserWarning):
@@ -150,7 +152,13 @@ class Privacy:
     query the target is training's share under basic composition, and the calibration
     goes on below that noise as long as query and training *composed* stay within
     (``epsilon`` + query ε, ``delta`` + query δ); the training's own ε may then exceed
-    its share."""
+    its share.
+
+    ``public_n``: the dataset size declared public, which ``add-remove`` needs (the
+    sampling rate b/n, the number of steps and δ's default are fixed from it, so that a
+    dataset with one row more or fewer runs the same mechanism; the data may hold any
+    number of rows).  Under ``replace`` n is public anyway: ``public_n``, if given, must
+    equal the number of rows."""
 
     epsilon: float | None = None
     delta: float | None = None
@@ -158,6 +166,7 @@ class Privacy:
     adjacency: str = "replace"
     analyses: Any = "best"
     query: dict | None = None
+    public_n: int | None = None
 
 
 @dataclass(frozen=True)
@@ -219,7 +228,7 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     """
     if not isinstance(loss, Loss):
         raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
-    n = _rows(X, execution.n_rows)
+    n = public_size(privacy, _rows(X, execution.n_rows), schedule.batching)
     run = describe(n, loss, schedule, bounds, privacy)
     privacy = _checked_privacy(privacy, n)
     _check_secure_mode(execution.secure_mode, execution.random_state)  # before calibrating
@@ -244,6 +253,36 @@ def _rows(X, n_rows) -> int:
     if n == 0:
         raise ValueError("X must hold at least one example. Found 0 rows.")
     return n
+
+
+def public_size(privacy: Privacy, rows: int, batching: str = "poisson") -> int:
+    """The n the run is built on: the data's ``rows`` under ``replace`` (n is public there),
+    ``privacy.public_n`` under ``add-remove`` (required: the rows a dataset holds are not
+    public, and a rate, a step count or a δ taken from them would differ between neighbours;
+    issue 24).  A ``batching`` add/remove cannot take is refused first."""
+    adjacency = _choice("adjacency", privacy.adjacency, ADJACENCIES)
+    if adjacency == "add-remove" and batching not in ADD_REMOVE_BATCHINGS:
+        raise ValueError(add_remove_refusal(batching))
+    declared = privacy.public_n
+    if declared is not None:
+        declared = _integer("public_n", declared)
+    if adjacency == "add-remove":
+        if declared is None:
+            raise ValueError(ADD_REMOVE_NEEDS_PUBLIC_N)
+        return declared
+    if declared is not None and declared != rows:
+        raise ValueError(f"public_n must equal the number of rows ({rows}) under adjacency='replace', where n "
+                         f"is public (or leave it None). Found {declared}.")
+    return rows
+
+
+#: The refusal every entry point gives for add/remove without a declared dataset size.
+ADD_REMOVE_NEEDS_PUBLIC_N = (
+    "public_n must be given with adjacency='add-remove': the dataset size declared public before the data "
+    "are seen, from which the sampling rate b/n, the number of steps and the default delta are fixed (a "
+    "neighbour has one row more or fewer, so a rate or a step count taken from the data's own size would "
+    "differ between them and the certificate would not hold). Give a round number near your data's size, "
+    "or use adjacency='replace'. Found None.")
 
 
 def describe(n: int, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Privacy) -> Run:
@@ -304,7 +343,8 @@ def _checked_privacy(privacy: Privacy, n: int) -> Privacy:
             "permits releasing some examples outright; use delta well below 1/n",
             DeltaWarning, stacklevel=4,
         )
-    return Privacy(target, d, privacy.noise_multiplier, privacy.adjacency, privacy.analyses, query)
+    return Privacy(target, d, privacy.noise_multiplier, privacy.adjacency, privacy.analyses, query,
+                   privacy.public_n)
 
 
 def _context(privacy: Privacy) -> dict:
@@ -388,6 +428,10 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
     certificate = calibrated.report.certificate()
     certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
     certificate["certificate"]["data"] = {"n": n, "n_features": n_features}
+    if calibrated.run.adjacency == "add-remove":  # the rows the data hold are not recorded: not public
+        certificate["certificate"]["data"]["n_is"] = (
+            "the declared public size (public_n): the sampling rate, the steps and the default delta come "
+            "from it; the number of rows trained on is not recorded")
     certificate["noisysgd_version"] = __version__
     calibration, query = calibrated.calibration, privacy.query
     if query is not None:  # the release is the model *and* the query's answer: the certificate covers both

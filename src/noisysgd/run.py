@@ -54,17 +54,23 @@ PARTITION_BATCHINGS = ("shuffle", "shuffle-once", "cyclic")
 #: (sensitivity L under ``poisson``; the default of Opacus and dp_accounting).
 ADJACENCIES = ("replace", "add-remove")
 
-#: The batchings that admit ``add-remove``: each step draws its batch afresh
-#: and independently of the others, so adding a row changes only the steps
-#: whose batch holds it (``poisson``: sensitivity L; ``sample``: 2L, the row
-#: displaces another one of its fixed-size batch).  Under the others a row
-#: added at position p moves every later batch of the epoch (``shuffle``,
-#: ``shuffle-once``, ``cyclic``: each step's sum moves by up to 2L, at every
-#: step, and ⌊n/b⌋ itself can change) or the divisor (``full``: n → n+1, and
-#: the noise on the mean with it); no analysis here covers that, so
-#: :class:`Run` refuses those pairs (issue 24; dp_accounting likewise refuses
-#: add/remove for sampling without replacement).  See docs/privacy.md.
-ADD_REMOVE_BATCHINGS = ("poisson", "sample")
+#: The batchings that admit ``add-remove``: ``poisson`` only.  Each example is
+#: in each step's batch independently with the fixed probability q = b/n, the
+#: divisor is the fixed b and the number of steps T is fixed, all three from
+#: the run's ``n`` — under add/remove the *declared public* dataset size, not
+#: the number of rows the data turn out to hold (the engine accepts any number
+#: of rows for such a run).  A neighbour with one row more then runs the same
+#: mechanism on the same other rows, plus that row's gradient in the steps
+#: whose batch holds it: sensitivity L.  Every other batching depends on the
+#: actual number of rows m: a row added at position p moves every later batch
+#: of the epoch (``shuffle``, ``shuffle-once``, ``cyclic``: each step's sum moves
+#: by up to 2L, at every step, and ⌊m/b⌋ itself can change), the divisor
+#: (``full``: m → m+1, and the noise on the mean with it) or the chance of
+#: every row to be drawn (``sample``: b/m against b/(m+1)); no analysis here
+#: covers that, so :class:`Run` refuses those pairs (issue 24; dp_accounting
+#: likewise refuses add/remove for sampling without replacement).  See
+#: docs/privacy.md.
+ADD_REMOVE_BATCHINGS = ("poisson",)
 
 #: How the start point θ₀ is drawn, independently of the data.  ``fixed``: a
 #: fixed point of the constraint set (every analysis but ``chourasia``/``ryffel``
@@ -143,7 +149,11 @@ class Run:
     Parameters
     ----------
     n : int
-        Number of training examples, >= 1.
+        Number of training examples, >= 1 — public under ``replace``.  Under
+        ``add-remove`` the dataset size *declared public* before the data are
+        seen: the sampling rate b/n, the divisor b and the number of steps are
+        fixed from it, and the data may hold any number of rows (a neighbour
+        has one more or one fewer).
     batch_size : int or None
         Batch size b with 1 <= b <= n (the expected batch size under
         ``poisson``).  For ``full`` it must be n (``None`` means n).
@@ -349,14 +359,9 @@ class Run:
     @property
     def sensitivity(self) -> float:
         """L2 sensitivity of one step's gradient *sum*: 2L under replace, L under
-        add-remove with ``poisson`` batches.  Fixed-size ``sample`` batches keep
-        2L under add-remove: a batch of the larger dataset either misses the
-        extra example (then it is distributed as the smaller dataset's batch)
-        or holds it with b − 1 others, coupled to the smaller dataset's batch
-        of those b − 1 plus one more uniform example — a replacement within the
-        batch, with probability b/(n+1) ≤ b/n.  The other batchings are refused
-        under add-remove (:data:`ADD_REMOVE_BATCHINGS`)."""
-        if self.adjacency == "replace" or self.batching == "sample":
+        add-remove (``poisson`` batches at the fixed rate b/n, the only
+        batching :class:`Run` admits there: :data:`ADD_REMOVE_BATCHINGS`)."""
+        if self.adjacency == "replace":
             return 2.0 * self.lipschitz
         return self.lipschitz
 
@@ -395,9 +400,10 @@ class Run:
 def add_remove_refusal(batching: str) -> str:
     """The one message every entry point gives for add/remove with a batching
     outside :data:`ADD_REMOVE_BATCHINGS`."""
-    what = "changes the divisor n (and the noise on the mean)" if batching == "full" else \
-        "moves every later batch of the epoch (each step's sum by up to 2L)"
-    return (f"adjacency='add-remove' needs batching='poisson' or 'sample'. Found batching={batching!r}: "
+    what = {"full": "changes the divisor n (and the noise on the mean)",
+            "sample": "changes every other row's chance b/n of being drawn"}.get(
+        batching, "moves every later batch of the epoch (each step's sum by up to 2L)")
+    return (f"adjacency='add-remove' needs batching='poisson'. Found batching={batching!r}: "
             f"adding a row {what}, which no analysis covers. Use adjacency='replace', or batching='poisson'.")
 
 

@@ -60,15 +60,11 @@ under replace adjacency is *below* the true one-step divergence (see
 conservative.
 
 Adjacency (Remark B.2): ``replace`` uses the gradient sensitivity 2L.
-``add-remove`` halves it to L under ``poisson`` (inclusion is independent and
-the step divides by the fixed b).  Under ``sample`` the larger dataset's
-batch either misses the extra example (then it is distributed as the other
-dataset's batch) or contains it together with b−1 others, which is coupled to
-the other batch plus one more uniformly chosen example: a *replacement* in the
-batch, sensitivity 2L, with probability b/(n+1) ≤ b/n — so 2L is kept.  Under
-``shuffle``, ``shuffle-once``, ``cyclic`` and ``full`` adding an example changes the partition
-into batches (or the denominator n), which no analysis here covers: the
-analysis refuses.
+Under ``add-remove`` (which :class:`~noisysgd.run.Run` admits for ``poisson``
+only, n the declared public size) the analysis refuses: a Poisson batch can
+hold every row the data have, a number no public quantity bounds, so the
+contraction condition η ≤ 2b/(mM) of Observation 3.3 cannot be checked
+(issue 24).  Composition covers those runs.
 """
 
 from __future__ import annotations
@@ -603,6 +599,13 @@ class AltschulerTalwar(RDPAnalysis):
                 "shares the gap of (B.2) (see altschuler-talwar-sampled); use full batches or a "
                 "constant step size"
             )
+        if run.batching == "poisson" and run.adjacency == "add-remove":
+            return (
+                "under add-remove, n is the declared public size and the data may hold any number m of "
+                "rows; a poisson batch can hold all m while the step divides by b, so the step is a "
+                "contraction for every batch only if learning rate <= 2b/(mM) (Observation 3.3), which "
+                "no public quantity bounds. Use adjacency='replace'"
+            )
         if run.batching == "poisson":
             limit = 2.0 * run.batch_size / (run.n * M)
             if eta > limit:
@@ -612,7 +615,7 @@ class AltschulerTalwar(RDPAnalysis):
                     f"2b/(nM) = {limit:.6g} (Observation 3.3); found {eta:g}. Use batching='sample' "
                     "(fixed-size batches) or a smaller learning rate"
                 )
-        # add/remove with shuffle/cyclic/full never gets here: Run refuses it
+        # add/remove with any batching but poisson never gets here: Run refuses it
         # (run.ADD_REMOVE_BATCHINGS).
         return None
 

@@ -17,10 +17,12 @@ the differing example:
   Talwar's baseline (1.1) and their Appendix B use (Remark B.2: 2L → L for
   add/remove).  For ``sample`` (fixed-size batches) we keep that 2L pair,
   following Altschuler & Talwar, who account their uniformly sampled batches
-  with the same S_α(b/n, ·).  Under ``add-remove``, ``sample`` keeps the
-  sensitivity 2L (adding an example to a fixed-size batch replaces another
-  one); only ``poisson`` gets L.  (``shuffle``, ``shuffle-once``, ``cyclic``
-  and ``full`` under ``add-remove`` are refused by :class:`~noisysgd.run.Run`:
+  with the same S_α(b/n, ·).  Under ``add-remove`` only ``poisson`` is
+  admitted, at the fixed rate b/n of the declared public n, with
+  sensitivity L.  (``sample``, ``shuffle``, ``shuffle-once``, ``cyclic``
+  and ``full`` under ``add-remove`` are refused by :class:`~noisysgd.run.Run`
+  — ``sample`` because every other row's chance b/m moves with the number
+  of rows m; the others because
   an added row moves every later batch, so every step's sum moves by up to
   2L — a linear instance attains μ = 2√T/z, √(steps per epoch) times the
   replace-one composition; before issue 24 they were certified with L on the

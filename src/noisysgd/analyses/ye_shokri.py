@@ -521,7 +521,7 @@ class _Common(RDPAnalysis):
         if run.batching not in self.batchings:
             return f"covers {', '.join(self.batchings)} batching; not {run.batching}"
         # add/remove with shuffle-once/cyclic/full never gets here: Run refuses it
-        # (run.ADD_REMOVE_BATCHINGS); under `sample` it keeps the 2L sensitivity.
+        # (run.ADD_REMOVE_BATCHINGS admits poisson only, which this analysis does not cover).
         return None
 
     def _rho(self, run: Run, alpha: np.ndarray) -> np.ndarray:

@@ -329,12 +329,12 @@ def audit_at_1d(
     ``threshold="tuned"`` the threshold and direction are chosen on
     ``calibration_runs`` (default ``runs``) other runs per dataset.
 
-    Under ``run.adjacency == "add-remove"`` (``poisson`` or ``sample``
-    batches, the ones :class:`~noisysgd.Run` admits) the pair is D′ = the n
+    Under ``run.adjacency == "add-remove"`` (``poisson`` batches, the only
+    ones :class:`~noisysgd.Run` admits there) the pair is D′ = the n
     examples of the ``"paper"`` variant (the last of slope −L) and D = D′
-    without its last example: the replicas on D run ``run`` with n − 1
-    examples and the same batch size, so that the other, zero-slope
-    examples' batches do not matter (``variant`` is not used).
+    without its last example: the replicas on D run the same ``run`` (its n
+    the declared public size: the same rate b/n, divisor b and steps) on the
+    n − 1 examples there are (``variant`` is not used).
 
     >>> import noisysgd
     >>> run = at_1d_run(n=10, batch_size=10, batching="full", steps=200, learning_rate=1.0,
@@ -350,15 +350,15 @@ def audit_at_1d(
     removal = run.adjacency == "add-remove"
     if removal:
         variant = "paper"
-        if run.n < 2 or run.batch_size > run.n - 1:
-            raise ValueError(f"run.batch_size must be at most n - 1 ({run.n - 1}) for an add/remove audit "
-                             f"(D has n - 1 examples). Found {run.batch_size}.")
+        if run.n < 2:
+            raise ValueError(f"run.n must be at least 2 for an add/remove audit (D has n - 1 examples). "
+                             f"Found {run.n}.")
     X, y, y_prime = at_1d_datasets(run.n, lipschitz=run.lipschitz, variant=variant)
     loss = Linear()
 
     def fit(which, R, rng, on_step):
         if removal and which == "D":  # D = D' without its last example: the same run on n - 1 examples
-            return train_replicas(trainer.replace(n=run.n - 1), loss, X[:-1], y_prime[:-1], replicas=R,
+            return train_replicas(trainer, loss, X[:-1], y_prime[:-1], replicas=R,
                                   feature_clip=1.0, random_state=rng, dtype=dtype, on_step=on_step)
         return train_replicas(trainer, loss, X, y if which == "D" else y_prime, replicas=R,
                               feature_clip=1.0, random_state=rng, dtype=dtype, on_step=on_step)

@@ -105,7 +105,7 @@ def add_arguments(p) -> None:
     g.add_argument("--diameter", type=float, help="D: the iterates are projected onto the ball of diameter D")
     g.add_argument("--no-diameter", action="store_true", help="no projection (canary only)")
     g.add_argument("--adjacency", choices=("replace", "add-remove"), default="replace",
-                   help="replace (default); add-remove (at-1d only; poisson or sample batches): D = D' "
+                   help="replace (default); add-remove (at-1d only; poisson batches, --n the public size): D = D' "
                         "without its last example")
     a = p.add_argument_group("at-1d")
     a.add_argument("--lipschitz", type=float, help="L: slope of the differing loss and clip norm (default 1)")

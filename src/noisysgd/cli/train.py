@@ -43,7 +43,7 @@ from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from ..train import Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
-from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private
+from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private, public_size
 from .common import write_outputs
 
 __all__ = ["add_arguments", "cmd_train"]
@@ -131,7 +131,11 @@ def add_arguments(p) -> None:
     p.add_argument("--target-bound", type=float, help="regression: clip labels to [-B, B]")
     p.add_argument("--huber-delta", type=float, default=1.0)
     p.add_argument("--analysis", action="append", help="analyses to calibrate with (default: best)")
-    p.add_argument("--adjacency", default="replace", choices=("replace", "add-remove"))
+    p.add_argument("--adjacency", default="replace", choices=("replace", "add-remove"),
+                   help="replace (default; n public); add-remove (poisson batches; needs --public-n)")
+    p.add_argument("--public-n", type=int, metavar="N",
+                   help="add-remove: the dataset size declared public; the sampling rate b/N, the steps and "
+                        "the default delta come from it, the data may hold any number of rows")
     p.add_argument("--initialization", default="fixed", choices=("fixed", "gaussian"))
     p.add_argument("--seed", type=int, help="random seed (default: fresh entropy; not with --secure-mode)")
     p.add_argument("--secure-mode", action="store_true",
@@ -337,7 +341,8 @@ def _bounds_and_privacy(args, epsilon, delta, query=None) -> tuple[Bounds, Priva
     bounds = Bounds(feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
                     clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound)
     privacy = Privacy(epsilon=epsilon, delta=delta, noise_multiplier=args.noise_multiplier,
-                      adjacency=args.adjacency, analyses=args.analysis or "best", query=query)
+                      adjacency=args.adjacency, analyses=args.analysis or "best", query=query,
+                      public_n=args.public_n)
     return bounds, privacy
 
 
@@ -441,7 +446,9 @@ def cmd_train(args) -> int:
         holdout = (X[held], y[held])
         X, y = X[train_rows], y[train_rows]
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    n = X.shape[0]
+    # n: the rows under replace, the declared --public-n under add-remove (which needs it)
+    n = public_size(Privacy(adjacency=args.adjacency, public_n=args.public_n), X.shape[0],
+                    "poisson" if args.batching == "auto" else args.batching)
     _check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
     _learning_rate(args.lr)
     frange, query, delta = None, None, args.delta

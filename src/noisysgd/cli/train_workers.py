@@ -49,6 +49,10 @@ def cmd_train_distributed(args, env) -> int:
     if getattr(args, "center", "auto") == "private":
         raise ValueError("--center private is not available for data-parallel training (--workers, torchrun) yet "
                          "(--center auto trains on the rows as they are there).")
+    if args.adjacency == "add-remove":
+        raise ValueError("--adjacency add-remove is not available for data-parallel training (--workers, torchrun): "
+                         "its shards tile a public number of rows, while under add-remove the data may hold any; "
+                         "train in one process, or use --adjacency replace.")
     if args.holdout is not None:
         raise ValueError("--holdout is not available for data-parallel training (--workers, torchrun): "
                          "split the data into training and hold-out files, and score with noisysgd predict.")

@@ -9,7 +9,10 @@ The schemes (see :data:`noisysgd.run.BATCHING_SCHEMES`):
     every index independently with probability q = b/n, afresh each step.
     Drawn as a Binomial(n, q) batch size and then a uniform subset of that
     size — the same distribution, at a cost O(|B|) instead of O(n) per step.
-    The batch size is random; the trainer still divides by b.
+    The batch size is random; the trainer still divides by b.  With ``rows``
+    (add/remove adjacency: n is the declared public size, the data hold
+    ``rows`` examples) each of the ``rows`` indices is drawn with the same
+    q = b/n: the law of every row does not depend on how many others there are.
 ``sample``
     a uniform subset of exactly b distinct indices, afresh each step
     (``Generator.choice(n, b, replace=False)``, which uses Floyd's O(b)
@@ -82,7 +85,7 @@ def describe_batches(scheme: str, *, secure: bool = False) -> str:
 
 
 def batches(
-    scheme: str, *, n: int, batch_size: int, steps: int, rng
+    scheme: str, *, n: int, batch_size: int, steps: int, rng, rows: int | None = None
 ) -> "BatchStream":
     """Yield the batch of each of ``steps`` steps under ``scheme``.
 
@@ -99,6 +102,10 @@ def batches(
     rng : numpy.random.Generator or SecureRandom
         The only source of randomness (:class:`~noisysgd.train.secure.SecureRandom`
         draws from the operating system's CSPRNG).
+    rows : int or None
+        ``poisson`` only: the number of examples the indices run over, when it
+        differs from n (add/remove: n declared public fixes q = b/n, the data
+        hold ``rows``).  None: n.
 
     Yields
     ------
@@ -121,14 +128,20 @@ def batches(
         raise ValueError(f"batch_size must equal n ({n}) for batching='full'. Found {batch_size!r}.")
     if not isinstance(rng, (np.random.Generator, SecureRandom)):
         raise ValueError(f"rng must be a numpy.random.Generator or a SecureRandom. Found {type(rng).__name__}.")
-    return BatchStream(scheme, n, b, steps, rng)
+    if rows is not None:
+        rows = _integer("rows", rows, minimum=0)
+        if rows != n and scheme != "poisson":
+            raise ValueError(f"rows must equal n ({n}) for batching={scheme!r} (only poisson draws at a rate "
+                             f"fixed apart from the number of rows). Found {rows}.")
+    return BatchStream(scheme, n, b, steps, rng, rows=rows)
 
 
-def run_batches(run: Run, rng) -> "BatchStream":
-    """The batch stream of ``run`` (its n, batch size, batching and steps)."""
+def run_batches(run: Run, rng, rows: int | None = None) -> "BatchStream":
+    """The batch stream of ``run`` (its n, batch size, batching and steps) over ``rows``
+    examples (None: run.n; another number only under ``poisson``, for add/remove)."""
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
-    return batches(run.batching, n=run.n, batch_size=run.batch_size, steps=run.steps, rng=rng)
+    return batches(run.batching, n=run.n, batch_size=run.batch_size, steps=run.steps, rng=rng, rows=rows)
 
 
 #: Poisson batch sizes are drawn this many steps at a time.
@@ -151,8 +164,9 @@ class BatchStream:
     """
 
     def __init__(self, scheme: str, n: int, batch_size: int, steps: int, rng, *, step: int = 0,
-                 perm=None, pending=None):
+                 perm=None, pending=None, rows: int | None = None):
         self.scheme, self.n, self.batch_size, self.steps, self.rng = scheme, n, batch_size, steps, rng
+        self.rows = n if rows is None else rows
         self.step = step
         self.per_epoch = n // batch_size if scheme in PARTITION_BATCHINGS else None
         self._perm = None if perm is None else np.asarray(perm, dtype=np.int64)
@@ -174,7 +188,7 @@ class BatchStream:
     # -------------------------------------------------------------- schemes
 
     def _poisson(self):
-        n, q = self.n, self.batch_size / self.n
+        n, q = self.rows, self.batch_size / self.n  # q from the (public) n, over the rows there are
         if q >= 1.0:  # b = n: every example every step
             return np.arange(n)
         # Size ~ Binomial(n, q), then a uniform subset of that size: the law of
@@ -220,6 +234,8 @@ class BatchStream:
             rng_state = self.rng.bit_generator.state
         meta = {"scheme": self.scheme, "n": self.n, "batch_size": self.batch_size, "steps": self.steps,
                 "step": self.step, "rng": rng_state}
+        if self.rows != self.n:
+            meta["rows"] = self.rows
         arrays = {}
         keep_perm = self.scheme in _ONE_ORDER or (self.scheme == "shuffle" and self.step % self.per_epoch != 0)
         if self._perm is not None and keep_perm:
@@ -237,7 +253,8 @@ class BatchStream:
         if rng is None:
             rng = generator_from_state(meta["rng"])
         return cls(meta["scheme"], int(meta["n"]), int(meta["batch_size"]), int(meta["steps"]), rng,
-                   step=int(meta["step"]), perm=arrays.get("perm"), pending=arrays.get("pending"))
+                   step=int(meta["step"]), perm=arrays.get("perm"), pending=arrays.get("pending"),
+                   rows=int(meta["rows"]) if "rows" in meta else None)
 
 
 def generator_from_state(state: dict) -> np.random.Generator:

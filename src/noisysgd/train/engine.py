@@ -306,7 +306,13 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
     dt = _float_dtype(dtype)
     X = _features(X)
-    if n_rows is None and X.shape[0] != run.n:
+    if run.adjacency == "add-remove" and n_rows is not None:
+        raise ValueError("run.adjacency must be 'replace' for data-parallel training (its shards tile run.n "
+                         "rows, while under add-remove n is the declared public size and the data may hold "
+                         "any number of rows): train on one process, or use adjacency='replace'. "
+                         "Found 'add-remove'.")
+    if n_rows is None and X.shape[0] != run.n and run.adjacency != "add-remove":
+        # under add-remove (poisson at the fixed rate b/run.n) any number of rows is the same mechanism
         raise ValueError(f"X must have run.n = {run.n} rows. Found {X.shape[0]}.")
     if n_rows is not None and X.shape[0] != n_rows:
         raise ValueError(f"X must have this shard's {n_rows} rows. Found {X.shape[0]}.")
@@ -726,7 +732,8 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
     if resumed is None:
         streams = secure_streams() if p.secure_mode else rng_streams(p.random_state)
         W0, init_kind = _initial(p, shape, streams.init)
-        batch_stream, noise_rng, start, history = run_batches(run, streams.batches), streams.noise, 0, []
+        batch_stream = run_batches(run, streams.batches, rows=p.X.shape[0])
+        noise_rng, start, history = streams.noise, 0, []
     else:  # the run the checkpoint holds, from where it stopped
         W0, init_kind, start, history = resumed.W.astype(dt), resumed.init_kind, resumed.step, resumed.history
         if p.secure_mode:  # fresh draws from the OS for the steps to come (cyclic keeps its order)

@@ -146,8 +146,9 @@ class _VectorBatches:
     Each step yields ("full", None), ("index", (R, b) int array) or
     ("mask", (R, n) bool array)."""
 
-    def __init__(self, run: Run, R: int, rng: np.random.Generator):
+    def __init__(self, run: Run, R: int, rng: np.random.Generator, rows: int | None = None):
         self.run, self.R, self.rng = run, R, rng
+        self.rows = run.n if rows is None else rows  # poisson under add-remove: q = b/run.n over these rows
         self.perm = None
         self.t = 0
 
@@ -165,7 +166,7 @@ class _VectorBatches:
             q = b / n
             if q >= 1.0:
                 return "full", None
-            return "mask", rng.random((R, n)) < q
+            return "mask", rng.random((R, self.rows)) < q
         if scheme == "sample":
             return "index", _sample_rows(rng, R, n, b)
         K = n // b
@@ -178,9 +179,10 @@ class _VectorBatches:
 class _EngineBatches:
     """Batches of R replicas, replica r from the engine's own generator on its own stream."""
 
-    def __init__(self, run: Run, streams):
+    def __init__(self, run: Run, streams, rows: int | None = None):
         self.run = run
-        self.iters = [run_batches(run, s.batches) for s in streams]
+        self.rows = run.n if rows is None else rows
+        self.iters = [run_batches(run, s.batches, rows=rows) for s in streams]
 
     def __iter__(self):
         return self
@@ -191,7 +193,7 @@ class _EngineBatches:
         if run.batching == "full":
             return "full", None
         if run.batching == "poisson":
-            mask = np.zeros((len(got), run.n), dtype=bool)
+            mask = np.zeros((len(got), self.rows), dtype=bool)
             for r, idx in enumerate(got):
                 mask[r, idx] = True
             return "mask", mask
@@ -386,7 +388,7 @@ def train_replicas(
     if per_replica:
         streams = [rng_streams(s) for s in seeds]
         starts = [_initial(p, shape, s.init) for s in streams]
-        batches = _EngineBatches(run, streams)
+        batches = _EngineBatches(run, streams, rows=p.X.shape[0])
 
         def noise_draw(full_shape):
             out = np.empty(full_shape, dtype=dt)
@@ -396,7 +398,7 @@ def train_replicas(
     else:
         s = rng_streams(p.random_state)
         starts = [_initial(p, shape, s.init) for _ in range(R)]
-        batches = _VectorBatches(run, R, s.batches)
+        batches = _VectorBatches(run, R, s.batches, rows=p.X.shape[0])
 
         def noise_draw(full_shape):
             return s.noise.standard_normal(full_shape, dtype=dt)

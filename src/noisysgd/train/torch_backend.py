@@ -411,7 +411,7 @@ def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) 
 
     W, steps = noisy_sgd_core_torch(
         loss, put(Xbar), put(Y),
-        batches=run_batches(run, streams.batches),
+        batches=run_batches(run, streams.batches, rows=p.X.shape[0]),
         step_sizes=run.step_sizes(),
         denominator=run.batch_size,
         init=torch.as_tensor(np.asarray(W0, dtype=dt), device=device),
