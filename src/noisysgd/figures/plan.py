@@ -70,19 +70,10 @@ def _off_axes(steps, eps, bottom: float, top: float) -> str:
         notes.append("partly below the axes")
     return f" [{'; '.join(notes)}]" if notes else ""
 
-def plan_figure_data(plan) -> FigureData:
-    """ε versus epochs of a :class:`~noisysgd.planning.Plan`: every applicable
-    analysis (flagged ones dotted), the best sound bound in bold, each
-    cross-over with composition, and the budget if one was given.
 
-    The y axis covers the curves that matter (the best sound bound, the budget
-    and every sound bound within a factor :data:`_PLAN_KEEP` of them): a
-    curve that leaves it (composition, in the end; a loose bound such as
-    ye-shokri-naive) says so in its legend entry, and the title says that
-    curves are cut.  A linear y axis when that range spans less than a factor
-    4, else a log one with ticks at 1, 2 and 5 times each power of ten.  The
-    legend sits below the axes, where it covers nothing."""
-    run = plan.run
+def _plan_curves(plan) -> dict[str, Curve]:
+    """The plan figure's curves: every applicable analysis (composition dashed,
+    flagged ones dotted grey), the best sound bound and the limit line if any."""
     epochs = plan.epochs
     curves: dict[str, Curve] = {}
     colors = iter(f"C{i}" for i in range(20))
@@ -110,6 +101,39 @@ def plan_figure_data(plan) -> FigureData:
             "limit line: no sound analysis can go below (exact privacy of a linear loss with ridge)",
             np.asarray(line["epochs"]), np.asarray(line["epsilon"], dtype=float),
             {"color": "k", "ls": (0, (4, 3)), "lw": 0.9, "marker": ".", "ms": 4})
+    return curves
+
+
+def _plan_caption(plan) -> str:
+    """The plan figure's caption: the run, δ and the conversion."""
+    run = plan.run
+    return (
+        f"n = {run.n}, b = {run.batch_size} ({run.batching}, {run.steps_per_epoch} steps per epoch), "
+        f"η = {_fmt(run.learning_rate)}" + (f"·(t+1)^-{_fmt(run.lr_decay)}" if run.lr_decay else "")
+        + f", z = {_fmt(run.noise_multiplier)}, L = {_fmt(run.lipschitz)}, "
+        f"M = {_fmt(run.smoothness) if run.smoothness else '-'}, m = {_fmt(run.strong_convexity)}, "
+        f"D = {_fmt(run.diameter) if run.diameter else '-'}, adjacency = {run.adjacency}, "
+        f"δ = {_fmt(plan.delta)}, {plan.details.get('conversion', 'improved')} RDP conversion. "
+        "Composition: every iterate released; the others: the final model only. "
+        + ("composition-pld is computed at a few epochs and bounded by the next one in between. "
+           if "composition_pld_note" in plan.details else "")
+    )
+
+
+def plan_figure_data(plan) -> FigureData:
+    """ε versus epochs of a :class:`~noisysgd.planning.Plan`: every applicable
+    analysis (flagged ones dotted), the best sound bound in bold, each
+    cross-over with composition, and the budget if one was given.
+
+    The y axis covers the curves that matter (the best sound bound, the budget
+    and every sound bound within a factor :data:`_PLAN_KEEP` of them): a
+    curve that leaves it (composition, in the end; a loose bound such as
+    ye-shokri-naive) says so in its legend entry, and the title says that
+    curves are cut.  A linear y axis when that range spans less than a factor
+    4, else a log one with ticks at 1, 2 and 5 times each power of ten.  The
+    legend sits below the axes, where it covers nothing."""
+    epochs = plan.epochs
+    curves = _plan_curves(plan)
     by_epoch: dict[int, list[str]] = {}
     for name, c in plan.curves.items():
         if c.crossover_epoch is not None and c.crossover_epoch > epochs[0] and c.sound:
@@ -133,17 +157,7 @@ def plan_figure_data(plan) -> FigureData:
                 curves[key] = Curve(c.label + note, c.steps, c.epsilon, c.style)
         if cut:
             title += " (y axis: the bounds that matter; cut curves say so)"
-    caption = (
-        f"n = {run.n}, b = {run.batch_size} ({run.batching}, {run.steps_per_epoch} steps per epoch), "
-        f"η = {_fmt(run.learning_rate)}" + (f"·(t+1)^-{_fmt(run.lr_decay)}" if run.lr_decay else "")
-        + f", z = {_fmt(run.noise_multiplier)}, L = {_fmt(run.lipschitz)}, "
-        f"M = {_fmt(run.smoothness) if run.smoothness else '-'}, m = {_fmt(run.strong_convexity)}, "
-        f"D = {_fmt(run.diameter) if run.diameter else '-'}, adjacency = {run.adjacency}, "
-        f"δ = {_fmt(plan.delta)}, {plan.details.get('conversion', 'improved')} RDP conversion. "
-        "Composition: every iterate released; the others: the final model only. "
-        + ("composition-pld is computed at a few epochs and bounded by the next one in between. "
-           if "composition_pld_note" in plan.details else "")
-    )
+    caption = _plan_caption(plan)
     labels = [c.label for c in curves.values()] + list(vlines) + list(hlines)
     ncol = 2 if max(map(len, labels)) <= 52 else 1
     return FigureData(
