@@ -416,15 +416,22 @@ def test_sigkill_at_random_moments_never_leaves_a_broken_checkpoint(tmp_path):
         def finish():
             return json.loads(proc.stdout.readline())["killed"]
 
-        # one run to the end, to time it
-        t0 = time.perf_counter()
-        start(tmp_path / "timing.ckpt", "none")
-        assert finish() is False
-        duration = time.perf_counter() - t0
-        assert read_checkpoint(tmp_path / "timing.ckpt").header["progress"]["finished"]
+        # two runs to the end, to time one (the first is slower: a cold process)
+        durations = []
+        for name in ("warm-up.ckpt", "timing.ckpt"):
+            t0 = time.perf_counter()
+            start(tmp_path / name, "none")
+            assert finish() is False
+            durations.append(time.perf_counter() - t0)
+            assert read_checkpoint(tmp_path / name).header["progress"]["finished"]
+        duration = min(durations)
 
+        # kills at random moments until 20 have landed (a run that ends before its kill
+        # counts for the checks but not for the 20: the timing varies from machine to machine)
         killed, steps_seen = 0, []
-        for i in range(20):
+        for i in range(60):
+            if killed >= 20:
+                break
             path = tmp_path / f"k{i}.ckpt"
             start(path, "none", delay=chooser.uniform(0.0, 0.7 * duration))
             last = -1
@@ -441,7 +448,7 @@ def test_sigkill_at_random_moments_never_leaves_a_broken_checkpoint(tmp_path):
                             checkpointing=Checkpointing(path, resume=True, every=KILL_EPOCHS))
             np.testing.assert_array_equal(resumed.coef, reference.coef)
             assert [f for f in os.listdir(tmp_path) if f.startswith(f".k{i}.ckpt.")] == []  # cleaned up
-        assert killed >= 15  # the kills landed while the runs were going
+        assert killed >= 20  # the kills landed while the runs were going
         assert len(set(steps_seen)) >= 5  # at many different moments
 
         for mode in ("kill in write", "kill in fsync", "kill in rename"):
