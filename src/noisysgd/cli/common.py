@@ -105,7 +105,7 @@ def epoch_range_arg(text: str):
 def add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True, length: bool = True,
                    lr_required: bool = True) -> None:
     g = p.add_argument_group("the run")
-    g.add_argument("--n", type=int, required=True, help="number of training examples")
+    g.add_argument("--n", type=int, required=True, help="number of training examples (under --adjacency add-remove: the declared public size)")
     g.add_argument("--batch-size", type=int, help="batch size b (expected size for poisson; n for full)")
     if length:
         steps = g.add_mutually_exclusive_group(required=True)
