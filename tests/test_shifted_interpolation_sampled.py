@@ -265,7 +265,7 @@ def test_monotone_in_the_noise():
 @pytest.mark.parametrize("change,words", [
     (dict(batching="poisson"), "batching='poisson'"),
     (dict(batching="shuffle"), "batching='shuffle'"),
-    (dict(adjacency="add-remove"), "replace-one"),
+    (dict(adjacency="add-remove", batching="poisson"), "batching='poisson'"),  # sample: Run refuses add/remove
     (dict(strong_convexity=0.0, convex=True, diameter=1.0), "strongly convex"),
     (dict(learning_rate=2.0), "learning rate < 2/M"),
     (dict(lr_decay=0.5), "constant step size"),
