@@ -227,15 +227,25 @@ def epsilon(
     names = _names(analyses)
     best = BEST in names
     chosen = list(ANALYSES) if best else list(dict.fromkeys(names))
-    return _evaluate(run, d, chosen, best, alpha, conversion, include_unsound)
+    return _evaluate(run, d, chosen, best, alpha, conversion, include_unsound, named=names)
+
+
+def skipped_by_best(name: str, names, include_unsound: bool) -> bool:
+    """Whether the best bound leaves analysis ``name`` uncomputed: flagged not sound, not
+    named, and ``include_unsound`` off — it could never supply the best bound, so its cost
+    (for some, minutes and gigabytes) is not paid (issue 28)."""
+    return not include_unsound and name not in names and not get_analysis(name).sound
 
 
 def _evaluate(run: Run, delta: float, chosen: list[str], combine: bool, orders, conversion: str,
-              include_unsound: bool) -> EpsilonReport:
+              include_unsound: bool, named=()) -> EpsilonReport:
     """The report for validated arguments: ``chosen`` analyses, and their
-    order-wise minimum if ``combine``."""
+    order-wise minimum if ``combine`` (flagged analyses the best bound cannot use are
+    reported as not evaluated unless ``named`` or ``include_unsound``)."""
     results = {
-        name: get_analysis(name).evaluate(run, delta=delta, orders=orders, conversion=conversion)
+        name: (get_analysis(name).not_evaluated(run, delta)
+               if combine and skipped_by_best(name, named, include_unsound)
+               else get_analysis(name).evaluate(run, delta=delta, orders=orders, conversion=conversion))
         for name in chosen
     }
     combined = _combine(results, delta, conversion, include_unsound) if combine else None
@@ -354,7 +364,7 @@ def calibrate(
         evaluations.set_description_str(f"calibrate: z = {z:.5g}")
         evaluations.update()
         return _evaluate(run.replace(noise_multiplier=z), d, [n for n in chosen if n not in exclude],
-                         BEST in names, orders, conversion, include_unsound)
+                         BEST in names, orders, conversion, include_unsound, named=names)
 
     def meets(r: EpsilonReport) -> bool:
         return _eps_or_inf(r) <= target

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import __version__
-from .accountant import BEST, COMBINED, EpochBudget, _names, max_epochs
+from .accountant import BEST, COMBINED, EpochBudget, _names, max_epochs, skipped_by_best
 from .analyses import ANALYSES, get_analysis
 from .analyses.base import StepsCurve, _finite
 from .rdp import CONVERSIONS, DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp_rows, validate_delta, validate_orders
@@ -283,7 +283,10 @@ def plan(
     on_grid = {}
     for name in chosen:
         stages.set_description_str(f"plan: {name}")
-        on_grid[name] = evaluate(name, ep if name == "composition-pld" else grid)
+        if best and skipped_by_best(name, names, include_unsound):  # flagged: never the best, not paid for
+            on_grid[name] = get_analysis(name).not_evaluated_curve(run, grid * run.steps_per_epoch)
+        else:
+            on_grid[name] = evaluate(name, ep if name == "composition-pld" else grid)
         stages.update()
     stages.set_description_str("plan: cross-overs")
     raw = {name: c if name == "composition-pld" else _take(c, at_ep) for name, c in on_grid.items()}

@@ -209,10 +209,14 @@ def plan_summary(p, *, width: int | None = None) -> str:
         out.append(fill("(cross-over: the first epoch of the range from which the bound stays below the "
                         "smaller of composition and composition-pld; plateau: the limit as epochs grow, "
                         "reached within 0.1%)", width=width))
-    not_applying = [n for n, c in p.curves.items() if not c.applies]
+    skipped = [n for n, c in p.curves.items() if not c.applies and (c.reason or "").startswith("not evaluated")]
+    not_applying = [n for n, c in p.curves.items() if not c.applies and n not in skipped]
     if not_applying:
         out.append(fill("not applicable: " + "; ".join(not_applying) + " (noisysgd epsilon shows why)",
                         width=width))
+    if skipped:
+        out.append(fill("not evaluated (flagged not sound, never the best bound; --include-unsound computes "
+                        "them): " + "; ".join(skipped), width=width))
     unsound = [n for n in shown if not p.curves[n].sound]
     if unsound:
         out.append(fill("NOT SOUND (shown for comparison, never the best bound"

@@ -145,6 +145,11 @@ def _finite(value):
     return value if math.isfinite(value) else None
 
 
+#: Why the best bound left a flagged analysis out (:meth:`Analysis.not_evaluated`).
+NOT_EVALUATED = ("not evaluated: flagged not sound, so never part of the best bound; include_unsound=True "
+                 "(--include-unsound) or naming it computes it")
+
+
 class Analysis(ABC):
     """A privacy analysis of Noisy-SGD.
 
@@ -211,6 +216,22 @@ class Analysis(ABC):
     @abstractmethod
     def _evaluate(self, run: Run, *, delta: float, orders, conversion: str) -> AnalysisResult:
         """Compute the bound for a run the analysis applies to."""
+
+    def not_evaluated(self, run: Run, delta: float) -> AnalysisResult:
+        """The result of a flagged analysis that the best bound did not compute: it could
+        never be the best (a flagged analysis supplies it only with ``include_unsound``), so
+        its cost is not paid (issue 28).  It says why, and how to compute it."""
+        reason = self.why_not(run) or NOT_EVALUATED
+        return AnalysisResult(self.name, False, reason, self.sound, delta, citation=self.citation,
+                              not_sound_reason=self.unsound_reason or "flagged not sound; see its documentation")
+
+    def not_evaluated_curve(self, run: Run, steps) -> StepsCurve:
+        """:meth:`not_evaluated` for a curve over ``steps``."""
+        ts = check_steps(steps)
+        reason = next((r for r in (self.why_not(_at_steps(run, int(t))) for t in ts[:1]) if r), NOT_EVALUATED)
+        return StepsCurve(self.name, self.sound, ts, np.zeros(ts.size, dtype=bool), reason,
+                          np.full(ts.size, np.inf), np.full(ts.size, np.nan), np.ones(ts.size, dtype=bool),
+                          not_sound_reason=self.unsound_reason or "flagged not sound; see its documentation")
 
     def curve(self, run: Run, steps, *, delta: float, orders=None,
               conversion: str = "improved") -> StepsCurve:
