@@ -225,6 +225,7 @@ def _grouped_poisson_law(run: Run, up: bool, cells: int):
     law[0] = 1.0
     lost = 0.0
     vals, counts = np.unique(k, return_counts=True)
+    sup = 1                                           # law is 0 beyond index sup - 1
     for kk, m in zip(vals, counts):
         if kk == 0:
             continue
@@ -240,8 +241,6 @@ def _grouped_poisson_law(run: Run, up: bool, cells: int):
             lost += neg
         elif neg:
             new += neg * law
-        nz = np.flatnonzero(law)
-        sup = int(nz[-1]) + 1 if nz.size else 1       # law is 0 beyond index sup - 1
         for jj in j[~small]:
             pj = float(pmf[jj])
             s = int(jj * kk)
@@ -261,6 +260,9 @@ def _grouped_poisson_law(run: Run, up: bool, cells: int):
                 else:
                     new[cells] += pj * tail
         law = new
+        used = j[~small]
+        # a bound on the support, kept instead of searched (the search cost O(cells) per value)
+        sup = min(cells + 1, sup + int(used.max()) * int(kk)) if used.size else sup
     return h * np.arange(cells + 1), law, lost
 
 
@@ -350,14 +352,14 @@ class _Direction:
             if t0 - left > 1e6:
                 return math.inf
         a, b = left, t0                     # f(a) <= 0 < f(b)
-        for _ in range(200):
-            m = 0.5 * (a + b)
-            if f(m) > 0:
-                b = m
-            else:
-                a = m
-            if b - a <= 1e-13 * max(1.0, abs(b)):
-                break
+        tol = 1e-13 * max(1.0, abs(b))
+        if f(a) < 0:                        # Brent's method to the crossing, then the first t
+            r = optimize.brentq(f, a, b, xtol=tol, rtol=1e-15, maxiter=500)  # past it with f > 0
+            step = tol
+            while r < b and not f(r) > 0:
+                r, step = min(b, r + step), 2 * step
+            if f(r) > 0:
+                b = r
         return max(0.0, self.ratio(b))
 
 
