@@ -135,8 +135,8 @@ def test_train_torch_draws_the_batches_of_train(monkeypatch):
     seen = {}
 
     def spy(name):
-        def recording(run, rng):
-            seen[name] = [b.copy() for b in run_batches(run, rng)]
+        def recording(run, rng, rows=None):
+            seen[name] = [b.copy() for b in run_batches(run, rng, rows=rows)]
             return iter(seen[name])
         return recording
 
