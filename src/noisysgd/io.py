@@ -20,7 +20,7 @@ import math
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +37,22 @@ class Table:
     feature_names: list[str]
     target: str
     path: str
+    #: the declared categories of each one-hot encoded column (empty: none), and the
+    #: columns as read, before each categorical one became one column per category
+    categorical: dict = field(default_factory=dict)
+    input_columns: list | None = None
 
 
-def load_table(path, *, target: str | None, features=None) -> Table:
+def load_table(path, *, target: str | None, features=None, categorical=None) -> Table:
     """Read ``path`` (``.csv``, ``.npz``, ``.parquet``) and split off the ``target`` column.
 
     ``target=None`` reads features only (every column; NPZ: ``X``), ``y`` is then None.
     ``features``: for CSV and Parquet, the feature columns to read, in this order (the
     others are ignored; a missing one is an error naming it); NPZ's ``X`` is positional.
+    ``categorical``: {column: [category, ...]}, categories declared publicly (CSV and
+    Parquet): each such column becomes one 0/1 column per category, named
+    ``column=category``, in the declared order; a cell outside its column's categories is
+    an error naming it (nothing is learnt from the data: the encoding is the declaration's).
 
     CSV: a header row naming the columns; every feature cell must be a finite
     number; target cells may be numbers or labels (strings).  NPZ: arrays
@@ -61,13 +69,73 @@ def load_table(path, *, target: str | None, features=None) -> Table:
     suffix = p.suffix.lower()
     if features is not None:
         features = [str(f) for f in features]
+    categorical = _check_categorical(categorical, target)
+    if suffix == ".npz" and categorical:
+        raise ValueError("categorical columns apply to CSV and Parquet data; NPZ holds numbers only. "
+                         f"Found {', '.join(map(repr, categorical))} declared for {p.name}.")
     if suffix == ".csv":
-        return _load_csv(p, target, features)
+        return _encoded(_load_csv(p, target, features, categorical), categorical)
     if suffix == ".npz":
         return _load_npz(p, target)
     if suffix in (".parquet", ".pq"):
-        return _load_parquet(p, target, features)
+        return _encoded(_load_parquet(p, target, features, categorical), categorical)
     raise ValueError(f"data must be a .csv, .npz or .parquet file. Found {str(path)!r}.")
+
+
+def _check_categorical(categorical, target) -> dict:
+    """``categorical`` as {column: [category, ...]}, validated (names argument and value)."""
+    if categorical is None:
+        return {}
+    if not isinstance(categorical, dict):
+        raise ValueError(f"categorical must map column names to lists of categories. Found {categorical!r}.")
+    out = {}
+    for column, cats in categorical.items():
+        if not isinstance(column, str) or not column:
+            raise ValueError(f"categorical must name columns. Found {column!r}.")
+        if column == target:
+            raise ValueError(f"categorical must not declare the target {column!r} (declare the classes instead: "
+                             "--classes / classes=).")
+        if isinstance(cats, str) or not hasattr(cats, "__iter__"):
+            raise ValueError(f"categorical[{column!r}] must be a list of categories. Found {cats!r}.")
+        cats = [str(c).strip() for c in cats]
+        if not cats or any(c == "" for c in cats) or len(set(cats)) != len(cats):
+            raise ValueError(f"categorical[{column!r}] must list distinct, non-empty categories. Found {cats!r}.")
+        out[column] = cats
+    return out
+
+
+def _encoded(table: Table, categorical: dict) -> Table:
+    """``table`` with each categorical column (held as category codes) one-hot encoded."""
+    if not categorical:
+        return table
+    missing = [c for c in categorical if c not in table.feature_names]
+    if missing:
+        raise ValueError(f"categorical must name feature columns of {Path(table.path).name}. Found "
+                         f"{', '.join(map(repr, missing))}, which it does not have.")
+    blocks, names = [], []
+    for j, name in enumerate(table.feature_names):
+        if name in categorical:
+            cats = categorical[name]
+            codes = table.X[:, j].astype(np.int64)
+            block = np.zeros((table.X.shape[0], len(cats)))
+            block[np.arange(codes.size), codes] = 1.0
+            blocks.append(block)
+            names += [f"{name}={c}" for c in cats]
+        else:
+            blocks.append(np.asarray(table.X[:, j:j + 1], dtype=float))
+            names.append(name)
+    return Table(np.hstack(blocks), table.y, names, table.target, table.path,
+                 {c: categorical[c] for c in table.feature_names if c in categorical}, list(table.feature_names))
+
+
+def _category_code(value: str, column: str, cats: list, where: str) -> int:
+    try:
+        return cats.index(value)
+    except ValueError:
+        shown = value or "(empty)"
+        raise ValueError(f"data must hold a declared category in every cell of the categorical column "
+                         f"{column!r}. Found {shown!r} in {where}; the declared categories are "
+                         f"{', '.join(map(repr, cats))}.") from None
 
 
 def _number(text: str) -> float | None:
@@ -85,7 +153,8 @@ def _missing(features, columns, p: Path):
         raise ValueError(f"data must have the feature columns {shown}. Found {p.name} without them.")
 
 
-def _load_csv(p: Path, target: str, features=None) -> Table:
+def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
+    categorical = categorical or {}
     try:
         with open(p, newline="", encoding="utf-8") as handle:
             rows = list(csv.reader(handle))
@@ -119,9 +188,13 @@ def _load_csv(p: Path, target: str, features=None) -> Table:
             raise ValueError(
                 f"data must have {len(header)} cells in every row. Found {len(row)} in row {r} of {p.name}."
             )
-    cols = [header.index(h) for h in names]
+    missing = [c for c in categorical if c not in names]
+    if missing:
+        raise ValueError(f"categorical must name feature columns of {p.name}. Found "
+                         f"{', '.join(map(repr, missing))}, which it does not have.")
+    cols = [header.index(h) for h in names if h not in categorical]
     try:  # numpy parses the cells in one pass; a bad cell is then found and named below
-        X = np.array([[row[i] for i in cols] for row in body], dtype=float)
+        X = np.array([[row[i] for i in cols] for row in body], dtype=float).reshape(len(body), len(cols))
     except ValueError:
         X = None
     if X is None or not np.isfinite(X).all():
@@ -131,10 +204,23 @@ def _load_csv(p: Path, target: str, features=None) -> Table:
                 if value is None or not math.isfinite(value):
                     shown = row[i].strip() or "(empty)"
                     kind = "not a number" if value is None else "not finite"
+                    hint = (f"; if it is a categorical column, declare its categories (--categorical "
+                            f"'{header[i]}=a,b,...', or categorical= in load_table)" if value is None and shown
+                            != "(empty)" else "")
                     raise ValueError(
                         f"data must hold finite numbers in every feature cell. Found {shown!r} "
-                        f"({kind}) in row {r}, column {header[i]!r} of {p.name}."
+                        f"({kind}) in row {r}, column {header[i]!r} of {p.name}{hint}."
                     )
+    if categorical:  # numbers and category codes, in the columns' order (one-hot encoded by _encoded)
+        full = np.empty((len(body), len(names)))
+        numeric = [k for k, h in enumerate(names) if h not in categorical]
+        full[:, numeric] = X
+        for k, h in enumerate(names):
+            if h in categorical:
+                i, cats = header.index(h), categorical[h]
+                full[:, k] = [_category_code(row[i].strip(), h, cats, f"row {r} of {p.name}")
+                              for r, row in enumerate(body, start=2)]
+        X = full
     if target is None:
         return Table(X, None, names, "", str(p))
     labels = [row[j].strip() for row in body]
@@ -251,7 +337,7 @@ def _load_npz(p: Path, target: str) -> Table:
 _PARQUET_SPILL_BYTES = 1 << 28
 
 
-def _load_parquet(p: Path, target: str | None, features=None) -> Table:
+def _load_parquet(p: Path, target: str | None, features=None, categorical=None) -> Table:
     """Parquet, read one row group at a time with pyarrow: the features go into one float64
     array, memory-mapped on an anonymous temporary file when larger than
     :data:`_PARQUET_SPILL_BYTES` (so a file larger than memory can be trained on with the
@@ -276,10 +362,13 @@ def _load_parquet(p: Path, target: str | None, features=None) -> Table:
         names = list(features)
     if not names:
         raise ValueError(f"data must have at least one feature column besides {target!r}.")
+    categorical = categorical or {}
     for name in names:
         t = schema.field(name).type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-            raise ValueError(f"data must hold numbers in every feature column. Found column {name!r} of type {t}.")
+        if name not in categorical and not (pa.types.is_integer(t) or pa.types.is_floating(t)
+                                            or pa.types.is_boolean(t)):
+            raise ValueError(f"data must hold numbers in every feature column. Found column {name!r} of type {t}"
+                             f" (if it is categorical, declare its categories: --categorical '{name}=a,b,...').")
     n, d = pf.metadata.num_rows, len(names)
     if n == 0:
         raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
@@ -293,6 +382,12 @@ def _load_parquet(p: Path, target: str | None, features=None) -> Table:
             table = pf.read_row_group(g, columns=names + ([target] if target is not None else []))
             k = table.num_rows
             for j, name in enumerate(names):
+                if name in categorical:
+                    cats = categorical[name]
+                    X[row:row + k, j] = [_category_code("" if v is None else str(v).strip(), name, cats,
+                                                        f"row {row + i} of {p.name}")
+                                         for i, v in enumerate(table.column(name).to_pylist())]
+                    continue
                 X[row:row + k, j] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
             block = X[row:row + k]
             if not np.isfinite(block).all():

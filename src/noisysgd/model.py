@@ -87,14 +87,16 @@ def _jsonable(value):
 def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
                    version: str, feature_range=None, feature_range_kind: str | None = None,
                    intercept_scaling: float = 1.0, center=None, center_clip: float | None = None,
-                   classes_source: str | None = None) -> dict:
+                   classes_source: str | None = None, categorical=None, input_columns=None) -> dict:
     """The content of ``model.json`` (format :data:`FORMAT`).  ``feature_range``: (low, high)
     arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`);
     ``intercept_scaling``: the bias coordinate s of x̄ (the intercept is s·coef[-1]); ``center``:
     the private mean subtracted from the rows clipped to ``center_clip`` R₀ before the clip
     ``feature_clip`` (:func:`noisysgd.preprocessing.private_center`; then R_c);
     ``classes_source``: whether the classes were declared or taken from the data
-    (:func:`noisysgd.train.encode_labels`)."""
+    (:func:`noisysgd.train.encode_labels`); ``categorical``: {column: [category, ...]} declared
+    for the columns one-hot encoded into ``feature_names`` (``column=category``), with the
+    ``input_columns`` as read (:func:`noisysgd.io.load_table`)."""
     doc = {
         "format": FORMAT,
         "task": task,
@@ -118,10 +120,16 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
     if center is not None:
         doc["center"] = {"mean": np.asarray(center, dtype=float).tolist(), "clip": float(center_clip)}
         doc["predict"] = "x = x * min(1, center.clip / ||x||) - center.mean (center); then " + _PREDICT
+    if categorical:
+        doc["encoding"] = {"categorical": {str(k): [str(c) for c in v] for k, v in categorical.items()},
+                           "input_columns": [str(c) for c in input_columns]}
     if feature_range is not None:
         doc["predict"] = ("x = clip(x, low, high) mapped to [-1, 1] and scaled by "
                           f"{'center.clip' if center is not None else 'feature_clip'}/sqrt(d + 1) "
                           "(feature_range); then " + doc["predict"])
+    if categorical:
+        doc["predict"] = ("one-hot encode the categorical columns of input_columns (encoding: one 0/1 column "
+                          "per declared category, named column=category); then " + doc["predict"])
     return doc
 
 
@@ -149,6 +157,10 @@ class LinearModel:
     intercept_scaling: float = field(default=1.0, repr=False)
     #: (mean, R₀): rows clipped to R₀ minus the private mean, before the clip (None: not centered)
     center: tuple | None = field(default=None, repr=False)
+    #: {column: declared categories} one-hot encoded into the features (None: none), and the
+    #: columns a table to predict must have (None: ``feature_names``)
+    categorical: dict | None = field(default=None, repr=False)
+    input_columns: list | None = field(default=None, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -300,11 +312,29 @@ def load_model(path) -> LinearModel:
             raise ValueError(f"model: {str(p)!r} has a center that does not fit its {len(names)} features "
                              "(or a clip that is not > 0).")
         center = (mean, r0)
+    categorical, inputs = _encoding(doc.get("encoding"), names, str(p))
     cert_path = p.parent / "certificate.json"
     certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
     _warn_if_refuted(certificate, cert_path)
     return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
-                       frange, bias, center)
+                       frange, bias, center, categorical, inputs)
+
+
+def _encoding(encoding, names, where: str):
+    """({column: categories}, input columns) of a model's one-hot encoding, checked against
+    its feature names; (None, None) when it has none."""
+    if encoding is None:
+        return None, None
+    try:
+        categorical = {str(k): [str(c) for c in v] for k, v in encoding["categorical"].items()}
+        inputs = [str(c) for c in encoding["input_columns"]]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"model: {where!r} has an invalid encoding: {exc}.") from None
+    expanded = [name for c in inputs
+                for name in ([f"{c}={v}" for v in categorical[c]] if c in categorical else [c])]
+    if expanded != list(names):
+        raise ValueError(f"model: {where!r} has an encoding that does not give its feature names.")
+    return categorical, inputs
 
 
 class InvalidCertificateWarning(UserWarning):

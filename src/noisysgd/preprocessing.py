@@ -427,12 +427,23 @@ class PublicRangeScaler(TransformerMixin, BaseEstimator):
 
 
 def _stateless(step) -> bool:
-    if step is None or (isinstance(step, str) and step == "passthrough"):
+    """Whether a Pipeline step learns nothing from the data it is fitted on: passthrough,
+    :class:`PublicRangeScaler`, a plain FunctionTransformer, a ``OneHotEncoder`` with its
+    categories declared (no frequency-based grouping), or a ``ColumnTransformer`` of such
+    steps on columns chosen by name or position (issue 27)."""
+    if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
         return True
     if isinstance(step, PublicRangeScaler):
         return True
-    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
+    if isinstance(step, OneHotEncoder):
+        return (not isinstance(step.categories, str) and step.min_frequency is None
+                and step.max_categories is None)
+    if isinstance(step, ColumnTransformer):
+        return (all(_stateless(t) and not callable(cols) for _, t, cols in step.transformers)
+                and _stateless(step.remainder))
     return isinstance(step, FunctionTransformer) and step.inverse_func is None and not step.validate
 
 

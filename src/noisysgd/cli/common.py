@@ -243,6 +243,28 @@ class OneLineWarnings(contextlib.AbstractContextManager):
         return self._catch.__exit__(*exc)
 
 
+def add_categorical_flag(p: argparse.ArgumentParser) -> None:
+    """``--categorical COL=a,b,c`` (repeatable): a column's categories, declared publicly."""
+    p.add_argument("--categorical", action="append", metavar="COL=A,B,...",
+                   help="a categorical feature column and its categories, declared publicly (repeat for each "
+                        "column): one 0/1 column per category; a cell with another value is refused")
+
+
+def categorical_arg(values) -> dict:
+    """The ``--categorical`` flags as {column: [category, ...]} (a bad flag names itself)."""
+    out: dict = {}
+    for text in values or ():
+        column, sep, cats = text.partition("=")
+        column = column.strip()
+        categories = [c.strip() for c in cats.split(",")] if sep else []
+        if not column or not categories or any(not c for c in categories):
+            raise ValueError(f"--categorical must be COL=A,B,... (a column and its categories). Found {text!r}.")
+        if column in out:
+            raise ValueError(f"--categorical must declare each column once. Found {column!r} twice.")
+        out[column] = categories
+    return out
+
+
 def flag_for(message: str) -> str:
     match = re.match(r"(\w+) must", message)
     return FLAGS.get(match.group(1), "") if match else ""

@@ -96,12 +96,16 @@ def _cell(value):
 def cmd_predict(args) -> int:
     out = check_output_file(args.out, "out")  # before reading anything
     model = load_model(args.model)
-    if args.target is not None and args.target in model.feature_names:
+    if args.target is not None and args.target in (model.input_columns or model.feature_names):
         raise ValueError(f"target must not be one of the model's features. Found {args.target!r}.")
     if args.proba and model.task != "classification":
         raise ValueError("--proba needs a classification model. Found a regression model.")
     named = not all(n == f"x{i}" for i, n in enumerate(model.feature_names))  # else positional (NPZ)
-    table = load_table(args.data, target=args.target, features=model.feature_names if named else None)
+    if model.categorical:  # the columns as read, one-hot encoded with the categories the model declared
+        table = load_table(args.data, target=args.target, features=model.input_columns,
+                           categorical=model.categorical)
+    else:
+        table = load_table(args.data, target=args.target, features=model.feature_names if named else None)
     X = _features(model, table)
     pred = model.predict(X)
     header, columns = ["prediction"], [[_cell(v) for v in pred]]

@@ -44,7 +44,7 @@ from ..run import BATCHING_SCHEMES
 from ..train import Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
 from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private, public_size
-from .common import write_outputs
+from .common import add_categorical_flag, categorical_arg, write_outputs
 
 __all__ = ["add_arguments", "cmd_train"]
 
@@ -87,6 +87,7 @@ def add_arguments(p) -> None:
     p.add_argument("--target", required=True, help="the column (or NPZ array) to predict")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
     p.add_argument("--task", choices=("classification", "regression"), default="classification")
+    add_categorical_flag(p)
     p.add_argument("--classes", metavar="A,B,...",
                    help="classification: the labels, declared publicly (the model's outputs; a row with another "
                         "label is refused). Without it the labels are taken from the data, which the certificate "
@@ -428,7 +429,7 @@ def cmd_train(args) -> int:
         return cmd_train_distributed(args, env)
     out = check_output_dir(args.out)  # before reading or computing anything
     _check_flags(args)
-    table = load_table(args.data, target=args.target)
+    table = load_table(args.data, target=args.target, categorical=categorical_arg(args.categorical))
     import warnings
 
     with warnings.catch_warnings(record=True) as labels_warning:  # issued once training ran (one error line)
@@ -498,6 +499,7 @@ def cmd_train(args) -> int:
         fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
     private_range = query is not None and "feature_range" in query
     model = dict(loss=loss, classes=classes, target=table.target, feature_names=table.feature_names,
+                 categorical=table.categorical, input_columns=table.input_columns,
                  feature_range=frange, center=center, center_clip=center_clip,
                  feature_range_kind=None if frange is None else ("private" if private_range else "public"))
     return _finish(args, out, fit, model, source=table.path, n=n, quality=quality, seconds=seconds, extra=extra)

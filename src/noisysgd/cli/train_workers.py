@@ -49,6 +49,9 @@ def cmd_train_distributed(args, env) -> int:
     if getattr(args, "center", "auto") == "private":
         raise ValueError("--center private is not available for data-parallel training (--workers, torchrun) yet "
                          "(--center auto trains on the rows as they are there).")
+    if args.categorical:
+        raise ValueError("--categorical is not available for data-parallel training (--workers, torchrun) yet: "
+                         "one-hot encode the shards beforehand with the declared categories.")
     if args.adjacency == "add-remove":
         raise ValueError("--adjacency add-remove is not available for data-parallel training (--workers, torchrun): "
                          "its shards tile a public number of rows, while under add-remove the data may hold any; "

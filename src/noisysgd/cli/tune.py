@@ -27,7 +27,7 @@ from ..io import check_output_dir, load_table
 from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from .train import _declared_classes, _float_or_auto, _learning_rate
-from .common import write_outputs
+from .common import add_categorical_flag, categorical_arg, write_outputs
 
 __all__ = ["add_arguments", "cmd_tune", "parse_grid"]
 
@@ -107,6 +107,7 @@ def add_arguments(p) -> None:
                    help="std of the noise on the count of correct validation predictions (default auto)")
     p.add_argument("--epsilon", type=float, default=1.0, help="epsilon of the whole tuning (default 1)")
     p.add_argument("--delta", type=float, help="delta in (0, 1) (default min(1e-5, 1/(10 n)))")
+    add_categorical_flag(p)
     p.add_argument("--classes", metavar="A,B,...",
                    help="the labels, declared publicly (a row with another label is refused); without it they "
                         "are taken from the data, which the certificate does not cover (a warning says so)")
@@ -142,7 +143,7 @@ def cmd_tune(args) -> int:
 
     out = check_output_dir(args.out)  # before reading or computing anything
     grid = parse_grid(args.grid)
-    table = load_table(args.data, target=args.target)
+    table = load_table(args.data, target=args.target, categorical=categorical_arg(args.categorical))
     base = NoisySGDClassifier(
         epochs=args.epochs, batch_size=args.batch_size, batching=args.batching, learning_rate=_learning_rate(args.lr),
         alpha=args.alpha, feature_clip=args.feature_clip, clip_norm=args.clip_norm,
@@ -165,6 +166,7 @@ def cmd_tune(args) -> int:
     fit = cv.best_fit_
     model = model_document(
         task="classification", loss=fit.result.loss, target=table.target, feature_names=table.feature_names,
+        categorical=table.categorical, input_columns=table.input_columns,
         classes=cv.classes_, feature_clip=fit.result.feature_clip, coef=fit.result.coef,
         version=fit.certificate["noisysgd_version"], intercept_scaling=fit.result.intercept_scaling,
         classes_source=cv.privacy_report_["classes"]["source"],
