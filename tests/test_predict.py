@@ -216,7 +216,7 @@ def test_train_cli_holdout(iris_files, tmp_path, capsys):
     assert metrics["holdout"]["accuracy"] == pytest.approx(acc, abs=0)
     assert metrics["not_private"]["train_accuracy"] == pytest.approx(
         float(np.mean(model.predict(X[train_rows]) == labels[train_rows])), abs=0)
-    assert f"hold-out accuracy = {acc:.4f} (30 rows" in text
+    assert f"hold-out accuracy = {acc:.4f}, balanced accuracy = {metrics['holdout']['balanced_accuracy']:.4f} (30 rows" in text
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -282,3 +282,24 @@ def test_the_fallback_warning_compares_with_the_alternative_composed_as_the_run_
     composed = calibrate_composed(alt, share, pre, "best")
     assert composed.noise_multiplier < share.noise_multiplier / 1.02  # the composed total needs less noise
     assert z_alt == pytest.approx(composed.noise_multiplier, rel=2e-2)
+
+
+def test_a_column_that_takes_the_clipped_norm_is_named_from_the_private_mean():
+    """Issue 27 §3: mixed units — one column in the hundreds, the others in [0, 1] — make the
+    rows clipped to norm R mostly that column.  The released private mean shows it (post-
+    processing: free), and one warning names the column; rows whose norm is spread over many
+    columns (pixels) get none."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(5000, 16))
+    X[:, 3] *= 300
+    with pytest.warns(UserWarning, match=r"feature column 3 carries (9\d|100)% of the private mean's squared norm"):
+        private_center(X, 5.0, radius=1.0, rng=0)
+    X[:, 3] /= 300
+    X[:, [3, 7]] *= 200
+    with pytest.warns(UserWarning, match=r"feature columns 3, 7 carry"):
+        private_center(X, 5.0, radius=1.0, rng=0)
+    pixels = rng.uniform(0, 1, size=(5000, 64)) / 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        center, _, details = private_center(pixels, 5.0, radius=1.0, rng=0)
+    assert center is not None and details["centered"]

@@ -218,3 +218,46 @@ def test_demo_writes_its_report_and_beats_composition(tmp_path, capsys):
     (other / "notes.txt").write_text("mine")
     assert main(["demo", "--out", str(other)]) == 2
     assert os.listdir(other) == ["notes.txt"]
+
+
+def _mixed_units(path, n=900):
+    """Issue 27's first table: 16 columns, one in the hundreds, 61 % of one class."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n, n_features=16, n_informative=6, weights=[0.61], random_state=0)
+    X = np.abs(X) / 4
+    X[:, 0] *= 300
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", comments="",
+               header=",".join([f"c{i}" for i in range(16)] + ["y"]))
+    return X, y
+
+
+def test_a_model_near_chance_is_never_silent(tmp_path, capsys, blobs):
+    """Raw mixed units at epsilon = 1: the clipped rows are mostly the large column, so the
+    model is no better than the majority class.  Two warning lines say so — one from the
+    private mean (which column takes the norm), one from the training balanced accuracy —
+    and the metrics carry the balanced accuracy.  Separable blobs get neither."""
+    data = tmp_path / "mixed.csv"
+    _mixed_units(data)
+    out = tmp_path / "raw"
+    assert main(["train", str(data), "--target", "y", "--classes", "0,1", "--seed", "0", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    warned = [line for line in captured.err.splitlines() if "warning" in line]
+    assert any("feature column 0 carries" in line for line in warned)
+    near = [line for line in warned if "barely better than predicting one class" in line]
+    assert len(near) == 1 and "not private" in near[0]
+    metrics = json.loads((out / "metrics.json").read_text())["not_private"]
+    assert metrics["train_balanced_accuracy"] <= 0.55
+    assert f"balanced accuracy = {metrics['train_balanced_accuracy']:.4f}" in captured.out
+    path, X, y = blobs
+    good = tmp_path / "blobs"
+    assert main(["train", str(path), "--target", "label", "--classes", "no,yes", "--seed", "0", "--feature-clip",
+                 "4", "--out", str(good)]) == 0
+    captured = capsys.readouterr()
+    assert "barely better" not in captured.err and "carries" not in captured.err
+    balanced = json.loads((good / "metrics.json").read_text())["not_private"]["train_balanced_accuracy"]
+    from sklearn.metrics import balanced_accuracy_score
+
+    labels = np.where(y == 1, "yes", "no")
+    assert balanced == pytest.approx(balanced_accuracy_score(labels, noisysgd.load_model(good).predict(X)), abs=1e-12)
+    assert balanced > 0.8

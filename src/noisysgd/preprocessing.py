@@ -307,6 +307,7 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     }
     if used:
         details["mean"] = mean.tolist()  # released with the model (it maps every row it scores)
+        _warn_if_one_column_dominates(mean, m2, radius)
     else:  # post-processing of the released mean: saying so leaks nothing more
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
@@ -315,6 +316,36 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
             UserWarning, stacklevel=3)
         return None, float(radius), details
     return mean, clip, details
+
+
+#: A few columns whose share of the private mean's squared norm exceeds this, with the mean's
+#: norm above half the clip, are said to take the clipped rows' norm (issue 27 §3): at most
+#: one fifth of the columns (and at least one).
+DOMINANT_SHARE = 0.9
+
+
+def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) -> None:
+    """One warning when the released private mean shows a few columns taking the clipped
+    rows' norm (post-processing of the mean: free): rows clipped to the norm ``radius`` are
+    then mostly those columns, and the others, on smaller scales, keep little signal."""
+    d = mean.size
+    if d < 2 or m2 <= 0.25 * radius * radius:
+        return
+    share = mean * mean / m2
+    order = np.argsort(share)[::-1]
+    k = int(np.searchsorted(np.cumsum(share[order]), DOMINANT_SHARE, side="right")) + 1
+    if k > max(1, d // 5) or k >= d:
+        return
+    cols = sorted(int(j) for j in order[:k])
+    which = (f"feature column {cols[0]} carries" if k == 1 else
+             f"feature columns {', '.join(map(str, cols))} carry")
+    warnings.warn(
+        f"center='private': {which} {float(share[order[:k]].sum()):.0%} of the private mean's squared norm "
+        f"(norm {math.sqrt(m2):.3g} against the clip {radius:g}): rows clipped to norm {radius:g} are mostly "
+        f"{'that column' if k == 1 else 'those columns'}, and the columns on smaller scales keep little signal; "
+        "rescale the columns before training, declare public per-column bounds (feature_range=(low, high) "
+        "arrays), or use feature_range='private'",
+        UserWarning, stacklevel=4)
 
 
 def private_center_within(X, epsilon: float, delta: float, *, radius: float, adjacency: str, seed=None,

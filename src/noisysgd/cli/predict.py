@@ -124,7 +124,8 @@ def cmd_predict(args) -> int:
         return 0
     print(f"predicted {summary['rows']} rows of {table.path} with {model!r}")
     if "accuracy" in summary:
-        print(f"accuracy on {table.path} = {summary['accuracy']:.4f} ({summary['rows']} rows; "
+        print(f"accuracy on {table.path} = {summary['accuracy']:.4f}, balanced accuracy = "
+              f"{summary['balanced_accuracy']:.4f} ({summary['rows']} rows; "
               "an evaluation on DATA, not covered by the certificate)")
     elif "rmse" in summary:
         print(f"RMSE on {table.path} = {summary['rmse']:.4g} ({summary['rows']} rows; "
@@ -145,7 +146,9 @@ def _evaluate(model, pred, y, target: str) -> dict:
         raise ValueError(f"target must hold the model's classes {model.classes!r}. Found {_plain(unknown[0])!r} "
                          f"in {target!r}.")
     hits = np.array([_plain(a) == _plain(b) for a, b in zip(pred, y)])
-    return {"accuracy": float(np.mean(hits)), "note": note}
+    truth = np.array([_plain(v) for v in y], dtype=object)
+    balanced = float(np.mean([np.mean(hits[truth == c]) for c in {_plain(v) for v in y}]))
+    return {"accuracy": float(np.mean(hits)), "balanced_accuracy": balanced, "note": note}
 
 
 def _plain(v):

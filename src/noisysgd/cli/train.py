@@ -34,6 +34,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -388,6 +389,36 @@ def _quality(task, pred, y, classes) -> float:
     return float(np.mean(hits))
 
 
+def _balanced(pred, y, classes) -> float:
+    """Balanced accuracy: the mean over the classes present of the share of their rows
+    predicted right (0.5 for a majority-class model of two classes, whatever the imbalance)."""
+    truth = (2 * y - 1) if classes.size == 2 else y
+    return float(np.mean([np.mean(pred[truth == c] == c) for c in np.unique(truth)]))
+
+
+#: A classifier whose balanced accuracy on its training rows is within this of chance (1/k for
+#: k classes: what predicting one class scores) gets a warning.
+NEAR_CHANCE = 0.05
+
+
+def _warn_if_near_chance(pred, balanced: float, classes) -> None:
+    """One warning line when the model is barely better than predicting one class: never a
+    silent majority-class model (issue 27 §3).  Its balanced accuracy is a statistic of the
+    training data, like the training accuracy printed beside it: not covered by the certificate."""
+    chance = 1.0 / classes.size
+    if classes.size < 2 or balanced > chance + NEAR_CHANCE:
+        return
+    values, counts = np.unique(pred, return_counts=True)
+    k = int(np.argmax(counts))
+    label = classes[(int(values[k]) + 1) // 2] if classes.size == 2 else classes[int(values[k])]
+    label = label.item() if hasattr(label, "item") else label
+    warnings.warn(
+        f"the model is barely better than predicting one class: balanced accuracy {balanced:.3f} on the training "
+        f"rows against {chance:.3f} for a constant, class {label!r} predicted for {counts[k] / pred.size:.1%} of "
+        "them (statistics of the training data, not private). Rescale columns on large scales before training "
+        "(or --feature-range private), declare code columns with --categorical, lower --alpha, or raise --epsilon", UserWarning, stacklevel=2)
+
+
 def _check_flags(args) -> None:
     """The checkpoint and secure-mode flags, before anything is read; resolves
     ``--intercept-scaling auto`` (R/4 for classification, as the estimator; 1 for regression)."""
@@ -430,8 +461,6 @@ def cmd_train(args) -> int:
     out = check_output_dir(args.out)  # before reading or computing anything
     _check_flags(args)
     table = load_table(args.data, target=args.target, categorical=categorical_arg(args.categorical))
-    import warnings
-
     with warnings.catch_warnings(record=True) as labels_warning:  # issued once training ran (one error line)
         warnings.simplefilter("always")
         loss, y, classes = _loss(args, table.y)
@@ -477,12 +506,18 @@ def cmd_train(args) -> int:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     result = fit.result
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
-    quality = {metric: _quality(args.task, result.predict(X), y, classes)}
+    pred = result.predict(X)
+    quality = {metric: _quality(args.task, pred, y, classes)}
+    if args.task == "classification":
+        quality["train_balanced_accuracy"] = _balanced(pred, y, classes)
+        _warn_if_near_chance(pred, quality["train_balanced_accuracy"], classes)
     extra = {}
     if holdout is not None:
         name = "rmse" if args.task == "regression" else "accuracy"
+        held_pred = result.predict(holdout[0])
         extra["holdout"] = {
-            name: _quality(args.task, result.predict(holdout[0]), holdout[1], classes),
+            name: _quality(args.task, held_pred, holdout[1], classes),
+            **({"balanced_accuracy": _balanced(held_pred, holdout[1], classes)} if name == "accuracy" else {}),
             "rows": int(holdout[0].shape[0]),
             "fraction": args.holdout,
             "note": ("rows split off at random before training and not used in it (the certificate's n is "
@@ -607,12 +642,15 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
     if args.secure_mode:
         print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
     name, value = next(iter(quality.items()))
-    print(f"{name.replace('_', ' ')} = {value:.4f} (on the training data; not private)")
+    balanced = (f", balanced accuracy = {quality['train_balanced_accuracy']:.4f}"
+                if "train_balanced_accuracy" in quality else "")
+    print(f"{name.replace('_', ' ')} = {value:.4f}{balanced} (on the training data; not private)")
     held = (extra or {}).get("holdout")
     if held is not None:
         name = "accuracy" if "accuracy" in held else "rmse"
-        print(f"hold-out {name} = {held[name]:.4f} ({held['rows']} rows split off before training and not used "
-              "in it; not covered by the certificate)")
+        balanced = f", balanced accuracy = {held['balanced_accuracy']:.4f}" if "balanced_accuracy" in held else ""
+        print(f"hold-out {name} = {held[name]:.4f}{balanced} ({held['rows']} rows split off before training and "
+              "not used in it; not covered by the certificate)")
     print(f"wrote {out}/model.json, certificate.json, metrics.json")
     if args.checkpoint is not None:
         print(f"deleted the checkpoint {args.checkpoint} (it held secret training state)")
