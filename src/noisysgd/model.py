@@ -87,16 +87,16 @@ def _jsonable(value):
 def model_document(*, task: str, loss, target: str, feature_names, classes, feature_clip: float, coef,
                    version: str, feature_range=None, feature_range_kind: str | None = None,
                    intercept_scaling: float = 1.0, center=None, center_clip: float | None = None,
-                   classes_source: str | None = None, categorical=None, input_columns=None) -> dict:
+                   classes_source: str | None = None, encoding=None) -> dict:
     """The content of ``model.json`` (format :data:`FORMAT`).  ``feature_range``: (low, high)
     arrays the features were scaled with before training (:func:`noisysgd.preprocessing.scale_to_ball`);
     ``intercept_scaling``: the bias coordinate s of x̄ (the intercept is s·coef[-1]); ``center``:
     the private mean subtracted from the rows clipped to ``center_clip`` R₀ before the clip
     ``feature_clip`` (:func:`noisysgd.preprocessing.private_center`; then R_c);
     ``classes_source``: whether the classes were declared or taken from the data
-    (:func:`noisysgd.train.encode_labels`); ``categorical``: {column: [category, ...]} declared
-    for the columns one-hot encoded into ``feature_names`` (``column=category``), with the
-    ``input_columns`` as read (:func:`noisysgd.io.load_table`)."""
+    (:func:`noisysgd.train.encode_labels`); ``encoding``: (categorical, input_columns) — the
+    {column: [category, ...]} declared for the columns one-hot encoded into ``feature_names``
+    (``column=category``), and the columns as read (:func:`noisysgd.io.load_table`) — or None."""
     doc = {
         "format": FORMAT,
         "task": task,
@@ -120,6 +120,7 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
     if center is not None:
         doc["center"] = {"mean": np.asarray(center, dtype=float).tolist(), "clip": float(center_clip)}
         doc["predict"] = "x = x * min(1, center.clip / ||x||) - center.mean (center); then " + _PREDICT
+    categorical, input_columns = encoding if encoding else (None, None)
     if categorical:
         doc["encoding"] = {"categorical": {str(k): [str(c) for c in v] for k, v in categorical.items()},
                            "input_columns": [str(c) for c in input_columns]}

@@ -534,7 +534,7 @@ def cmd_train(args) -> int:
         fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
     private_range = query is not None and "feature_range" in query
     model = dict(loss=loss, classes=classes, target=table.target, feature_names=table.feature_names,
-                 categorical=table.categorical, input_columns=table.input_columns,
+                 encoding=(table.categorical, table.input_columns),
                  feature_range=frange, center=center, center_clip=center_clip,
                  feature_range_kind=None if frange is None else ("private" if private_range else "public"))
     return _finish(args, out, fit, model, source=table.path, n=n, quality=quality, seconds=seconds, extra=extra)

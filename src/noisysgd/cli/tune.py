@@ -166,7 +166,7 @@ def cmd_tune(args) -> int:
     fit = cv.best_fit_
     model = model_document(
         task="classification", loss=fit.result.loss, target=table.target, feature_names=table.feature_names,
-        categorical=table.categorical, input_columns=table.input_columns,
+        encoding=(table.categorical, table.input_columns),
         classes=cv.classes_, feature_clip=fit.result.feature_clip, coef=fit.result.coef,
         version=fit.certificate["noisysgd_version"], intercept_scaling=fit.result.intercept_scaling,
         classes_source=cv.privacy_report_["classes"]["source"],
