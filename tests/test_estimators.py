@@ -285,6 +285,19 @@ def test_no_fallback_warning_when_composition_is_asked_for():
     assert caught == []
 
 
+def test_no_fallback_warning_for_dp_sgd_chosen_on_purpose():
+    """Poisson batches with a step size of the user's (Opacus' regime, lr = 16 here, far past
+    every contraction limit) are DP-SGD on purpose, certified by amplified composition: no
+    CompositionFallbackWarning, and the report names the regime (issue 26 §3).  The same
+    batches with the automatic step size still warn: cyclic batches would need far less noise."""
+    clf, caught = _fallback_warnings(batching="poisson", learning_rate=16.0, alpha=1e-5)
+    assert clf.privacy_report_["best_analysis"] in ("composition", "composition-pld") and caught == []
+    assert clf.run_.learning_rate == 16.0  # accepted as given: no clamp outside hidden-state analyses
+    assert "amplified composition" in clf.privacy_report_["config"]["regime"]
+    _, caught = _fallback_warnings(batching="poisson")
+    assert len(caught) == 1 and "calibrated by composition" in str(caught[0].message)
+
+
 # ---------------------------------------------------------------- automatic configuration
 
 def test_auto_configuration_depends_on_n_and_d_only():
