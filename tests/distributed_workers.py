@@ -167,3 +167,14 @@ def _resume_worker(rank, world, outdir):
     at = resumed.enforced["checkpoint"]["resumed_at_step"] if rank == 0 else -1
     np.savez(os.path.join(outdir, f"resumed{rank}.npz"), resumed=resumed.coef, uninterrupted=plain.coef,
              resumed_at=at)
+
+
+def _threads_worker(rank, world, out_dir):
+    """Report the thread-count variables this worker started with, and the BLAS pools numpy
+    actually runs (threadpoolctl: a maintained library that reads them)."""
+    from threadpoolctl import threadpool_info
+
+    pools = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+    with open(os.path.join(out_dir, f"threads{rank}.json"), "w") as f:
+        json.dump({"env": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+                   "blas": pools}, f)

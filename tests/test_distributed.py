@@ -35,6 +35,7 @@ from noisysgd.train.distributed import (  # noqa: E402
     train_distributed,
 )
 from distributed_workers import (  # noqa: E402
+    _threads_worker,
     KILL_AT,
     KILL_STEPS,
     TOL,
@@ -258,3 +259,21 @@ def test_memory_mapped_features_give_the_same_model(tmp_path):
         a = train_distributed(run, loss, X, ys[key], feature_clip=2.0, random_state=11, **kw).coef
         b = train_distributed(run, loss, Xm, ys[key], feature_clip=2.0, random_state=11, **kw).coef
         assert np.array_equal(a, b), name
+
+
+def test_local_workers_start_with_one_blas_thread_each(tmp_path, monkeypatch):
+    """Issue 28 §2: each spawned worker starts with the thread limits in its environment, so
+    its BLAS pool is one thread wide (before, the limit was set after numpy was imported and
+    two workers on two cores each ran a machine-wide pool); the parent's environment is
+    left as it was, and a limit the user set is kept."""
+    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(v, raising=False)
+    assert launch_local(_threads_worker, 2, (str(tmp_path),), timeout=20) == [0, 0]
+    for rank in range(2):
+        got = json.loads((tmp_path / f"threads{rank}.json").read_text())
+        assert got["env"] == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        assert all(t == 1 for t in got["blas"])
+    assert "OMP_NUM_THREADS" not in os.environ and "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    assert launch_local(_threads_worker, 1, (str(tmp_path),), timeout=20) == [0]
+    assert json.loads((tmp_path / "threads0.json").read_text())["env"]["OPENBLAS_NUM_THREADS"] == "2"

@@ -91,6 +91,8 @@ What is released: as for :func:`train`, a certificate covers ``coef`` only.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 from dataclasses import dataclass
 
@@ -736,6 +738,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: BLAS/OpenMP threads per local worker, unless the environment sets them: one each, so that K
+#: workers on K cores do not each run a thread pool as wide as the machine (issue 28 §2).
+WORKER_THREADS = 1
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                     "NUMEXPR_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _thread_limits(threads: int):
+    """The thread-count variables a spawned worker reads when it imports numpy and torch, set
+    to ``threads`` where the user has not set them, for the duration of the ``with`` block (the
+    parent's own pools are already sized; a spawned child copies the environment at start)."""
+    added = [v for v in _THREAD_VARIABLES if v not in os.environ]
+    for v in added:
+        os.environ[v] = str(threads)
+    try:
+        yield
+    finally:
+        for v in added:
+            os.environ.pop(v, None)
+
+
 def _local_worker(rank, world, port, timeout_s, fn, args, prog="noisysgd", refusals_from_rank0=False):
     import datetime
     import os
@@ -788,8 +812,9 @@ def launch_local(fn, world_size: int, args=(), *, timeout: float = 60.0, grace: 
     procs = [ctx.Process(target=_local_worker, args=(r, world_size, port, float(timeout), fn, tuple(args), prog,
                                                      refusals_from_rank0))
              for r in range(world_size)]
-    for proc in procs:
-        proc.start()
+    with _thread_limits(WORKER_THREADS):  # in the environment the workers start with, before their imports
+        for proc in procs:
+            proc.start()
     grace = 2.0 * timeout if grace is None else grace
     deadline = None
     while any(proc.is_alive() for proc in procs):
