@@ -405,3 +405,30 @@ def test_intercept_scaling_default_is_a_quarter_of_the_clip_and_the_model_is_con
     assert reg.intercept_scaling_ == 1.0
     with pytest.raises(ValueError, match="The 'intercept_scaling' parameter of NoisySGDRegressor"):
         NoisySGDRegressor(epsilon=5.0, intercept_scaling="auto").fit(X, X[:, 0])
+
+
+def test_a_classifier_near_chance_says_so_once():
+    """Issue 27 §3: raw mixed units at epsilon = 1 give a model no better than the majority
+    class; fit warns once, with the training balanced accuracy (scikit-learn's, labelled as
+    not private).  A model well above chance fits silently."""
+    import re
+    import warnings
+
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import balanced_accuracy_score
+
+    X, y = make_classification(n_samples=900, n_features=16, n_informative=6, weights=[0.61], random_state=0)
+    X = np.abs(X) / 4
+    X[:, 0] *= 300
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
+    near = [str(w.message) for w in caught if "barely better than predicting one class" in str(w.message)]
+    assert len(near) == 1 and "not private" in near[0]
+    got = float(re.search(r"balanced accuracy ([\d.]+)", near[0]).group(1))
+    assert got == pytest.approx(balanced_accuracy_score(y, clf.predict(X)), abs=5e-4) and got <= 0.55
+    Xb, yb = _binary()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        NoisySGDClassifier(epsilon=1.0, classes=[0, 1], feature_clip=3.0, random_state=0).fit(Xb, yb)
+    assert not [w for w in caught if "barely better" in str(w.message)]

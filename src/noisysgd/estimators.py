@@ -147,6 +147,10 @@ def auto_intercept_scaling(feature_clip: float, task: str = "classification") ->
 #: when epsilon is given, None when the noise multiplier is.
 CLASSIFIER_CENTER = "auto"
 
+#: A classifier whose balanced accuracy on its training rows is within this of a constant's
+#: (1/k for k classes) gets a warning: never a silent majority-class model.
+NEAR_CHANCE = 0.05
+
 #: A CompositionFallbackWarning names an alternative only if it saves at least this noise factor.
 FALLBACK_FACTOR = 1.25
 
@@ -705,7 +709,33 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         else:
             self.coef_ = W[:-1].T.copy()
             self.intercept_ = s * W[-1]
+        self._warn_if_near_chance(X, y)
         return self
+
+    def _warn_if_near_chance(self, X, y) -> None:
+        """One warning when the fitted model is barely better than predicting one class on its
+        training rows (balanced accuracy within :data:`NEAR_CHANCE` of a constant's): never a
+        silent majority-class model (issue 27 §3).  The numbers are statistics of the training
+        data, not covered by the certificate, and the warning says so."""
+        from sklearn.metrics import balanced_accuracy_score
+
+        present = np.unique(y)
+        if present.size < 2:
+            return
+        pred = self.predict(X)
+        balanced = float(balanced_accuracy_score(y, pred))
+        chance = 1.0 / present.size
+        if balanced > chance + NEAR_CHANCE:
+            return
+        values, counts = np.unique(pred, return_counts=True)
+        k = int(np.argmax(counts))
+        label = values[k].item() if hasattr(values[k], "item") else values[k]
+        warnings.warn(
+            f"{type(self).__name__}: the model is barely better than predicting one class: balanced accuracy "
+            f"{balanced:.3f} on the training rows against {chance:.3f} for a constant, class {label!r} predicted "
+            f"for {counts[k] / pred.size:.1%} of them (statistics of the training data, not private). Rescale "
+            "columns on large scales (or feature_range='private'), one-hot encode codes, lower alpha, or raise "
+            "epsilon", UserWarning, stacklevel=3)
 
     def decision_function(self, X):
         """Scores of the (feature-clipped) examples: (n,) for two classes, else (n, k)."""
