@@ -103,10 +103,9 @@ GRID = {
 LEGACY = {"batching": "cyclic", "batch_size": 256, "epochs": 100, "alpha": 0.01}
 #: The batchings searched under add/remove adjacency, where :class:`~noisysgd.run.Run`
 #: refuses cyclic and full batches (an added row moves every later batch; issue 24):
-#: Poisson batches, certified by composition with sensitivity L (``sample`` needs 2L
-#: under add/remove, so it is dominated: its calibrated z is twice Poisson's, measured
-#: at n = 20,000, b = 1,024, 10 and 300 epochs, and Ye & Shokri's Theorem 4.3 never
-#: won there).  The epochs are those of the cyclic grid.
+#: Poisson batches at the rate b/n of the declared public n, certified by composition with
+#: sensitivity L (Run refuses ``sample`` there too: an added row changes every other row's
+#: chance b/m).  The epochs are those of the cyclic grid.
 ADD_REMOVE_BATCHING = "poisson"
 
 

@@ -159,7 +159,8 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     }
     if empty.any():  # post-processing of the released counts: saying so leaks nothing more
         warnings.warn(
-            f"feature_range='private': the query's noise (std {sigma:.3g} per count, n = {n} rows) swamps "
+            f"feature_range='private': the query's noise (std {sigma:.3g} per count"
+            + (f", n = {n} rows" if adjacency == "replace" else "") + ") swamps "
             f"every count of {int(empty.sum())} of {d} features; their ranges fell back to the widest public "
             f"range (±2^{hi + 1}), which shrinks them to almost nothing. Give public bounds "
             "(feature_range=(low, high); noisysgd train --feature-range LOW,HIGH) or more rows",
@@ -312,7 +313,8 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
             f"(the noise alone has expected norm {math.sqrt(noise2):.3g}; centering needs the mean's norm above "
-            f"sqrt(2) times that, {math.sqrt(2.0 * noise2):.3g}; n = {n} rows); the rows were not centered",
+            f"sqrt(2) times that, {math.sqrt(2.0 * noise2):.3g}"
+            + (f"; n = {n} rows" if adjacency == "replace" else "") + "); the rows were not centered",
             UserWarning, stacklevel=3)
         return None, float(radius), details
     return mean, clip, details

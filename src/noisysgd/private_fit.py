@@ -228,9 +228,10 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     """
     if not isinstance(loss, Loss):
         raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
-    n = public_size(privacy, _rows(X, execution.n_rows), schedule.batching)
+    rows = _rows(X, execution.n_rows)
+    n = public_size(privacy, rows, schedule.batching)
     run = describe(n, loss, schedule, bounds, privacy)
-    privacy = _checked_privacy(privacy, n)
+    privacy = _checked_privacy(privacy, n, max(n, rows))
     _check_secure_mode(execution.secure_mode, execution.random_state)  # before calibrating
     context = _context(privacy)
     recorded = _checkpoint_to_resume(execution.checkpoint, execution.resume, run, context)
@@ -322,9 +323,11 @@ def describe(n: int, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Pr
     )
 
 
-def _checked_privacy(privacy: Privacy, n: int) -> Privacy:
-    """``privacy`` with exactly one of ε and z, and δ set (:func:`default_delta`); warns
-    (:class:`DeltaWarning`) when the total δ asked for is not below 1/n."""
+def _checked_privacy(privacy: Privacy, n: int, rows: int | None = None) -> Privacy:
+    """``privacy`` with exactly one of ε and z, and δ set (:func:`default_delta` of the public
+    ``n``); warns (:class:`DeltaWarning`) when the total δ asked for is not below 1/``rows``
+    (default n; under add/remove the larger of the declared n and the rows there are: a
+    warning to the data's holder, not part of the release)."""
     if (privacy.epsilon is None) == (privacy.noise_multiplier is None):
         raise ValueError(
             "epsilon and noise_multiplier: give exactly one (a privacy target to calibrate the noise "
@@ -337,9 +340,10 @@ def _checked_privacy(privacy: Privacy, n: int) -> Privacy:
         raise ValueError(f"delta must be in (0, 1). Found {privacy.delta!r}.")
     query = privacy.query
     d_total = d + (query["delta"] if query is not None else 0.0)  # what the user asked for
-    if d_total >= 1.0 / n:
+    check = n if rows is None else rows
+    if d_total >= 1.0 / check:
         warnings.warn(
-            f"delta = {d_total:g} is not below 1/n = {1.0 / n:g}: (epsilon, delta)-DP with such a delta "
+            f"delta = {d_total:g} is not below 1/n = {1.0 / check:g}: (epsilon, delta)-DP with such a delta "
             "permits releasing some examples outright; use delta well below 1/n",
             DeltaWarning, stacklevel=4,
         )

@@ -425,6 +425,10 @@ def _check_flags(args) -> None:
     from ..run import _real
 
     _real("feature_clip", args.feature_clip)
+    if args.holdout is not None and args.adjacency == "add-remove":
+        raise ValueError("--holdout needs --adjacency replace: its split sizes come from the number of rows, so "
+                         "under add-remove a neighbour's training set can be this one with a row replaced; split "
+                         "the file beforehand and score with noisysgd predict.")
     args.intercept_auto = args.intercept_scaling == "auto"
     if args.intercept_auto:
         from ..estimators import auto_intercept_scaling
@@ -618,7 +622,11 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
 
         print(json.dumps({**metrics, "out": str(out)}, indent=2, allow_nan=False))
         return 0
-    print(f"trained on {n} examples from {source} ({args.task}, {loss!r}), {result.steps} steps")
+    if fit.run.adjacency == "add-remove":  # n is the declared size; the rows trained on are not recorded
+        print(f"trained on {source} ({args.task}, {loss!r}), {result.steps} steps at the rate b/n of the "
+              f"declared public n = {n}")
+    else:
+        print(f"trained on {n} examples from {source} ({args.task}, {loss!r}), {result.steps} steps")
     ledger = result.enforced.get("checkpoint")
     if ledger and ledger["resumed_at_step"] is not None:
         print(f"resumed from the checkpoint at step {ledger['resumed_at_step']} (sessions: "
