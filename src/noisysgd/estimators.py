@@ -195,6 +195,7 @@ class _NoisySGDBase(BaseEstimator):
             "diameter": _check_real(self, "diameter", self.diameter, optional=True),
             "adjacency": _check_choice(self, "adjacency", self.adjacency, ADJACENCIES),
             "public_n": _check_int(self, "public_n", self.public_n, optional=True),
+            "release": self._release(),
             "initialization": _check_choice(self, "initialization", self.initialization,
                                             INITIALIZATIONS),
             "dtype": _check_choice(self, "dtype", self.dtype, ("float64", "float32")),
@@ -207,6 +208,8 @@ class _NoisySGDBase(BaseEstimator):
                 "is calibrated to it) and 'noise_multiplier' (the noise; epsilon is reported). Got "
                 f"epsilon={self.epsilon!r}, noise_multiplier={self.noise_multiplier!r}."
             )
+        if p["release"] == "tail-average" and p["batching"] == "auto":
+            p["batching"] = "poisson"  # composition certifies an average: DP-SGD's batches, not the hidden-state grid
         if p["batching"] not in ("full", "auto") and p["batch_size"] is None:
             raise _param_error(self, "batch_size", None, f"an int >= 1 for batching={p['batching']!r}")
         analysis = self.analysis
@@ -226,6 +229,12 @@ class _NoisySGDBase(BaseEstimator):
             raise _param_error(self, "checkpoint_every", self.checkpoint_every,
                                "None when checkpoint is None (there is no file to write)")
         return p
+
+    def _release(self) -> str:
+        """``average`` checked: "tail-average" (True) or "last" (False)."""
+        if not isinstance(self.average, bool):
+            raise _param_error(self, "average", self.average, "True or False")
+        return "tail-average" if self.average else "last"
 
     #: whether ``intercept_scaling="auto"`` is accepted (:func:`auto_intercept_scaling`)
     _INTERCEPT_AUTO = False
@@ -277,7 +286,8 @@ class _NoisySGDBase(BaseEstimator):
             Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
                    clip_norm=p["clip_norm"], diameter=p["diameter"], target_bound=target_bound),
             Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
-                    adjacency=p["adjacency"], analyses=self.analysis, query=query, public_n=p["public_n"]),
+                    adjacency=p["adjacency"], analyses=self.analysis, query=query, public_n=p["public_n"],
+                    release=p["release"]),
             Execution(random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
                       checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
                       resume=self.checkpoint is not None, keep_checkpoint=False),
@@ -374,7 +384,7 @@ class _NoisySGDBase(BaseEstimator):
         if best is None or best.analysis not in BASELINES:
             return
         hidden = {k: r for k, r in report.results.items() if k not in BASELINES}
-        if not hidden:  # the user asked for composition only (``analysis=``): nothing was lost
+        if not hidden:  # composition only, asked for (``analysis=``) or by ``average=True``: nothing was lost
             return
         if self.batching in ("poisson", "sample") and not isinstance(self.learning_rate, str):
             # DP-SGD's regime, chosen on purpose: random batches and a step size of the user's,
@@ -531,6 +541,13 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         the tightest sound one.
     adjacency : {"replace", "add-remove"}, default="replace"
         ``add-remove`` takes batching="poisson" only and needs ``public_n``.
+    average : bool, default=False
+        True: release the mean of the second half of the iterates instead of
+        the last one (averaged DP-SGD, De et al. 2022).  An average is a
+        function of every iterate, so only the composition analyses certify
+        it (the hidden-state ones cover the final model alone), and the
+        automatic batching is Poisson.  The certificate says which output was
+        released.
     public_n : int or None, default=None
         The dataset size declared public, required under ``add-remove``: the
         sampling rate b/public_n, the number of steps and the default delta
@@ -665,7 +682,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
                  checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",
-                 center=CLASSIFIER_CENTER, classes=None, public_n=None):
+                 center=CLASSIFIER_CENTER, classes=None, public_n=None, average=False):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -691,6 +708,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.center = center
         self.classes = classes
         self.public_n = public_n
+        self.average = average
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -804,7 +822,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
                  diameter=None, loss="huber", huber_delta=1.0, target_bound=None, analysis="best",
                  adjacency="replace", initialization="fixed", dtype="float64", random_state=None,
                  secure_mode=False, checkpoint=None, checkpoint_every=None, feature_range=None,
-                 intercept_scaling=1.0, center=None, public_n=None):
+                 intercept_scaling=1.0, center=None, public_n=None, average=False):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -831,6 +849,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
         self.intercept_scaling = intercept_scaling
         self.center = center
         self.public_n = public_n
+        self.average = average
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""

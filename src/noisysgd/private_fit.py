@@ -31,7 +31,7 @@ import math
 import numbers
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -47,7 +47,7 @@ from .train.checkpoint import Checkpointing
 from .train.engine import _check_secure_mode
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
-           "Execution", "Calibrated", "public_size", "describe", "calibrate_run", "execute", "certify"]
+           "Execution", "Calibrated", "RELEASES", "public_size", "describe", "calibrate_run", "execute", "certify"]
 
 
 class DeltaWarning(UserWarning):
@@ -158,7 +158,12 @@ class Privacy:
     sampling rate b/n, the number of steps and δ's default are fixed from it, so that a
     dataset with one row more or fewer runs the same mechanism; the data may hold any
     number of rows).  Under ``replace`` n is public anyway: ``public_n``, if given, must
-    equal the number of rows."""
+    equal the number of rows.
+
+    ``release``: what is released, one of :data:`RELEASES`: ``"last"`` (the final
+    iterate, what every analysis covers) or ``"tail-average"`` (the mean of the iterates
+    after steps ⌊T/2⌋+1..T — post-processing of every iterate, so only the composition
+    analyses, which account every iterate, certify it; issue 26 §2)."""
 
     epsilon: float | None = None
     delta: float | None = None
@@ -167,6 +172,14 @@ class Privacy:
     analyses: Any = "best"
     query: dict | None = None
     public_n: int | None = None
+    release: str = "last"
+
+
+#: What a private fit may release: the final iterate, or the mean of the second half of the
+#: iterates (De et al. 2022 average DP-SGD's iterates; only composition covers it).
+RELEASES = ("last", "tail-average")
+#: The analyses that account every iterate (hence any function of them).
+_EVERY_ITERATE = ("composition", "composition-pld")
 
 
 @dataclass(frozen=True)
@@ -232,6 +245,7 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     n = public_size(privacy, rows, schedule.batching)
     run = describe(n, loss, schedule, bounds, privacy)
     privacy = _checked_privacy(privacy, n, max(n, rows))
+    privacy = _checked_release(privacy, execution)
     _check_secure_mode(execution.secure_mode, execution.random_state)  # before calibrating
     context = _context(privacy)
     recorded = _checkpoint_to_resume(execution.checkpoint, execution.resume, run, context)
@@ -239,7 +253,7 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     context["calibration"] = None if calibrated.calibration is None else {
         "noise_multiplier": calibrated.calibration.noise_multiplier, "rel_tol": calibrated.calibration.rel_tol,
         "evaluations": calibrated.calibration.evaluations}
-    result = execute(calibrated, loss, X, y, bounds, execution, context)
+    result = execute(calibrated, loss, X, y, bounds, execution, context, release=privacy.release)
     certificate = certify(calibrated, result, privacy, n, int(np.shape(X)[1]))
     return PrivateFit(result, calibrated.report, calibrated.noise_multiplier, calibrated.calibration, certificate)
 
@@ -347,8 +361,57 @@ def _checked_privacy(privacy: Privacy, n: int, rows: int | None = None) -> Priva
             "permits releasing some examples outright; use delta well below 1/n",
             DeltaWarning, stacklevel=4,
         )
-    return Privacy(target, d, privacy.noise_multiplier, privacy.adjacency, privacy.analyses, query,
-                   privacy.public_n)
+    return replace(privacy, epsilon=target, delta=d)
+
+
+def _checked_release(privacy: Privacy, execution: Execution) -> Privacy:
+    """``privacy`` with its ``release`` checked; for ``"tail-average"`` the analyses restricted
+    to those that account every iterate ("best" becomes the composition baselines; a named
+    hidden-state analysis is refused), and no checkpoint or data-parallel trainer (the running
+    mean lives in this process only)."""
+    release = _choice("release", privacy.release, RELEASES)
+    if release == "last":
+        return privacy
+    named = privacy.analyses
+    if named is None or (isinstance(named, str) and named == "best"):
+        analyses = list(_EVERY_ITERATE)
+    else:
+        analyses = [named] if isinstance(named, str) else list(named)
+        other = [a for a in analyses if a not in _EVERY_ITERATE]
+        if other:
+            raise ValueError(f"analyses must account every iterate with release='tail-average' (composition, "
+                             f"composition-pld): an average of the iterates is not the final model the others "
+                             f"certify. Found {', '.join(map(repr, other))}.")
+    if execution.checkpoint is not None or execution.trainer is not None:
+        raise ValueError("release='tail-average' runs in one process without a checkpoint (the running mean is "
+                         "not saved). Found " + ("a checkpoint." if execution.checkpoint is not None
+                                                 else "a data-parallel trainer."))
+    return replace(privacy, analyses=analyses, release=release)
+
+
+class _TailAverage:
+    """The running mean of the iterates after steps ``first``..``steps`` (a step callback)."""
+
+    def __init__(self, steps: int, then: Callable | None):
+        self.first, self.steps, self.then = steps // 2 + 1, steps, then
+        self.total, self.count = None, 0
+
+    def __call__(self, t, W):
+        if t >= self.first:
+            W64 = np.asarray(W, dtype=np.float64)
+            self.total = W64.copy() if self.total is None else self.total + W64
+            self.count += 1
+        if self.then is not None:
+            self.then(t, W)
+
+    def released(self, result: TrainResult) -> TrainResult:
+        if self.count != self.steps - self.first + 1:  # every step of the tail was seen
+            raise RuntimeError(f"the tail average saw {self.count} of {self.steps - self.first + 1} iterates")
+        mean = (self.total / self.count).astype(result.coef.dtype)
+        enforced = {**result.enforced, "released": (
+            f"tail average: the mean of the iterates after steps {self.first}..{self.steps} ({self.count} "
+            "iterates), post-processing of every iterate, which composition accounts")}
+        return replace(result, coef=mean, enforced=enforced)
 
 
 def _context(privacy: Privacy) -> dict:
@@ -402,9 +465,11 @@ def calibrate_run(run: Run, privacy: Privacy, recorded: dict | None = None, chec
 
 
 def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution: Execution,
-            context: dict) -> TrainResult:
+            context: dict, release: str = "last") -> TrainResult:
     """Step 4: the engine on exactly ``calibrated.run``; it refuses to train unless every
-    analysis the certificate rests on applies to the run (``analyses=``)."""
+    analysis the certificate rests on applies to the run (``analyses=``).  ``release``
+    "tail-average" returns the mean of the second half of the iterates as ``coef``
+    (:func:`_checked_release` has restricted the analyses to composition)."""
     rests_on = calibrated.report.certificate()["certificate"]["rests_on"]
     callback = None
     if execution.progress is not None:
@@ -414,14 +479,17 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
             progress(step, total)
 
         callback = report_step
+    average = _TailAverage(calibrated.run.steps, callback) if release == "tail-average" else None
     trainer = train if execution.trainer is None else execution.trainer
-    return trainer(calibrated.run, loss, X, y, feature_clip=bounds.feature_clip,
-                   intercept_scaling=bounds.intercept_scaling, target_bound=bounds.target_bound,
-                   random_state=execution.random_state, dtype=execution.dtype, analyses=rests_on,
-                   record=execution.record, callback=callback, secure_mode=execution.secure_mode,
-                   checkpointing=Checkpointing(execution.checkpoint, execution.checkpoint_every, execution.resume,
-                                               execution.keep_checkpoint,
-                                               context if execution.checkpoint is not None else None))
+    result = trainer(calibrated.run, loss, X, y, feature_clip=bounds.feature_clip,
+                     intercept_scaling=bounds.intercept_scaling, target_bound=bounds.target_bound,
+                     random_state=execution.random_state, dtype=execution.dtype, analyses=rests_on,
+                     record=execution.record, callback=callback if average is None else average,
+                     secure_mode=execution.secure_mode,
+                     checkpointing=Checkpointing(execution.checkpoint, execution.checkpoint_every, execution.resume,
+                                                 execution.keep_checkpoint,
+                                                 context if execution.checkpoint is not None else None))
+    return result if average is None else average.released(result)
 
 
 def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: int, n_features: int) -> dict:
@@ -431,6 +499,8 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
     certificate's ``epsilon_total``, ``delta_total`` and ``guarantee`` then cover both)."""
     certificate = calibrated.report.certificate()
     certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
+    certificate["certificate"]["released"] = result.enforced.get(
+        "released", "the final iterate (every analysis covers it)")
     certificate["certificate"]["data"] = {"n": n, "n_features": n_features}
     if calibrated.run.adjacency == "add-remove":  # the rows the data hold are not recorded: not public
         certificate["certificate"]["data"]["n_is"] = (
@@ -441,6 +511,10 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
     if query is not None:  # the release is the model *and* the query's answer: the certificate covers both
         compose_query(certificate, calibrated.report.epsilon, calibrated.report.delta, calibrated.run.adjacency,
                       query, report=calibrated.report)
+    if "released" in result.enforced:  # the tail average, which composition (every iterate) covers
+        guarantee = certificate["certificate"]["guarantee"]
+        certificate["certificate"]["guarantee"] = guarantee.replace(
+            "for the final model", "for the released tail average of the iterates")
     if calibration is not None:
         certificate["calibration"] = {"target_epsilon": privacy.epsilon, "noise_multiplier": calibrated.noise_multiplier,
                                       "rel_tol": calibration.rel_tol, "evaluations": calibration.evaluations}

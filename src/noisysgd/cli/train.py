@@ -135,6 +135,9 @@ def add_arguments(p) -> None:
     p.add_argument("--analysis", action="append", help="analyses to calibrate with (default: best)")
     p.add_argument("--adjacency", default="replace", choices=("replace", "add-remove"),
                    help="replace (default; n public); add-remove (poisson batches; needs --public-n)")
+    p.add_argument("--average", action="store_true",
+                   help="release the mean of the second half of the iterates (certified by composition only; "
+                        "batching auto becomes poisson)")
     p.add_argument("--public-n", type=int, metavar="N",
                    help="add-remove: the dataset size declared public; the sampling rate b/N, the steps and "
                         "the default delta come from it, the data may hold any number of rows")
@@ -344,7 +347,7 @@ def _bounds_and_privacy(args, epsilon, delta, query=None) -> tuple[Bounds, Priva
                     clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound)
     privacy = Privacy(epsilon=epsilon, delta=delta, noise_multiplier=args.noise_multiplier,
                       adjacency=args.adjacency, analyses=args.analysis or "best", query=query,
-                      public_n=args.public_n)
+                      public_n=args.public_n, release="tail-average" if args.average else "last")
     return bounds, privacy
 
 
@@ -425,6 +428,8 @@ def _check_flags(args) -> None:
     from ..run import _real
 
     _real("feature_clip", args.feature_clip)
+    if args.average and args.batching == "auto":
+        args.batching = "poisson"  # composition certifies an average: DP-SGD's batches
     if args.holdout is not None and args.adjacency == "add-remove":
         raise ValueError("--holdout needs --adjacency replace: its split sizes come from the number of rows, so "
                          "under add-remove a neighbour's training set can be this one with a row replaced; split "
@@ -635,6 +640,8 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
 
     print(fill(f"privacy: {fit.certificate['certificate']['guarantee']}"))
     print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
+    if "released" in result.enforced:
+        print(fill(f"released: {result.enforced['released']}"))
     config = fit.certificate.get("config") or {}
     if config.get("auto"):
         run = fit.run
