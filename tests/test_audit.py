@@ -590,6 +590,30 @@ def test_add_remove_audit_catches_a_trainer_with_10x_less_noise():
     assert not honest.violation
 
 
+@pytest.mark.parametrize("average", [False, True])
+def test_poisson_runs_certified_by_composition_are_audited_with_and_without_averaging(average):
+    """Issue 26 §5: the DP-SGD regime — Poisson batches, a large step (lr = 4), no projection,
+    certified by composition — through the real replica trainer, releasing the
+    last iterate or the mean of the second half of the iterates: the honest run stays below its
+    composition certificate, and the same run with a tenth of the noise is caught."""
+    run = at_1d_run(n=10, batch_size=2, batching="poisson", steps=200, learning_rate=4.0, noise_multiplier=6.0,
+                    diameter=None)
+    certified = noisysgd.epsilon(run, delta=1e-5, analyses=["composition", "composition-pld"]).epsilon
+    broken = run.replace(noise_multiplier=0.6)
+    res = audit_at_1d(run, delta=1e-5, runs=3000, confidence=CONFIDENCE, threshold="tuned",
+                      random_state=[SEED, 30 + average], trainer_run=broken, average=average,
+                      certify=["composition", "composition-pld"])
+    assert res.violation and res.epsilon_lower > certified
+    honest = audit_at_1d(run, delta=1e-5, runs=3000, confidence=1 - random_check(f"honest poisson {average}"),
+                         threshold="tuned", random_state=[SEED, 32 + average], average=average)
+    assert not honest.violation and honest.certified_epsilon == pytest.approx(certified, rel=1e-12)
+    assert honest.certified_by in ("composition", "composition-pld")
+    assert ("tail average" in honest.statistic) is average
+    if average:
+        with pytest.raises(ValueError, match="certify must name composition analyses with average=True"):
+            audit_at_1d(run, delta=1e-5, runs=10, average=True, certify=["altschuler-talwar"])
+
+
 def test_exact_law_of_the_add_remove_pair_stays_below_its_certificate():
     """The exact law of ω_T on D (without the extra example) and D' (with it), add/remove,
     Poisson: it is the paper variant's pair, and its exact ε is below the certificate

@@ -319,6 +319,7 @@ def audit_at_1d(
     certify="best",
     dtype=np.float64,
     progress: bool = False,
+    average: bool = False,
 ) -> AuditResult:
     """Audit ``run`` with Altschuler & Talwar's 1-D construction (Theorem 4.1).
 
@@ -356,12 +357,17 @@ def audit_at_1d(
     X, y, y_prime = at_1d_datasets(run.n, lipschitz=run.lipschitz, variant=variant)
     loss = Linear()
 
+    if not isinstance(average, bool):
+        raise ValueError(f"average must be True or False. Found {average!r}.")
+    if average:  # the released output is a function of every iterate: composition alone certifies it
+        certify = _every_iterate(certify)
+
     def fit(which, R, rng, on_step):
         if removal and which == "D":  # D = D' without its last example: the same run on n - 1 examples
-            return train_replicas(trainer, loss, X[:-1], y_prime[:-1], replicas=R,
-                                  feature_clip=1.0, random_state=rng, dtype=dtype, on_step=on_step)
-        return train_replicas(trainer, loss, X, y if which == "D" else y_prime, replicas=R,
-                              feature_clip=1.0, random_state=rng, dtype=dtype, on_step=on_step)
+            return train_replicas(trainer, loss, X[:-1], y_prime[:-1], replicas=R, feature_clip=1.0,
+                                  random_state=rng, dtype=dtype, on_step=on_step, average=average)
+        return train_replicas(trainer, loss, X, y if which == "D" else y_prime, replicas=R, feature_clip=1.0,
+                              random_state=rng, dtype=dtype, on_step=on_step, average=average)
 
     def score(result):
         return result.coef[:, 0].astype(np.float64)
@@ -381,10 +387,25 @@ def audit_at_1d(
             "it; start 0")
     if run.diameter is not None:
         details["burn_in_steps_T_bar"] = 0.75 * run.diameter * run.n / (run.lipschitz * run.max_learning_rate)
-    return _audit(_Adversary("at-1d", fit, score, "final iterate", details, direction=1), run=run,
+    released = "tail average of the iterates (steps T/2+1..T)" if average else "final iterate"
+    return _audit(_Adversary("at-1d", fit, score, released, details, direction=1), run=run,
                   trainer_run=trainer, delta=delta, confidence=confidence, runs=runs,
                   calibration_runs=calibration_runs, threshold=threshold, random_state=random_state,
                   certify=certify, progress=progress)
+
+
+def _every_iterate(certify):
+    """The analyses that may certify an average of the iterates: composition's ("best" becomes
+    them; a named other analysis is refused)."""
+    every = ["composition", "composition-pld"]
+    if certify is None or (isinstance(certify, str) and certify == "best"):
+        return every
+    named = [certify] if isinstance(certify, str) else list(certify)
+    other = [a for a in named if a not in every]
+    if other:
+        raise ValueError(f"certify must name composition analyses with average=True (an average of the iterates "
+                         f"is not the final model the others bound). Found {', '.join(map(repr, other))}.")
+    return named
 
 
 # --------------------------------------------------------------------------- canary in digits

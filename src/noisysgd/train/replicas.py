@@ -331,12 +331,15 @@ def train_replicas(
     dtype=np.float64,
     analyses=None,
     on_step=None,
+    average: bool = False,
 ) -> ReplicaResult:
     """R independent runs of the Noisy-SGD ``run`` describes, vectorised.
 
     Same arguments, checks and algorithm as :func:`noisysgd.train.train`
     (no ``callback``, no ``record``), plus ``replicas`` = R ≥ 1 and
     ``on_step``, called with no argument after every step (progress).
+    ``average``: each replica's ``coef`` is the mean of its iterates after steps
+    ⌊T/2⌋+1..T (what ``release="tail-average"`` releases) instead of the last.
     ``random_state``: None, an int or a Generator (one set of streams shared
     by the replicas), or a sequence of R of those (replica r then reproduces
     ``train(..., random_state=random_state[r])``); see the module docstring.
@@ -409,9 +412,24 @@ def train_replicas(
         W[r] = np.asarray(W0, dtype=dt).reshape(Xbar.shape[1], k)
     thresholds = _thresholds(run.lipschitz, norms, dt)
     radius = _safe_radius(run, dt)
+    if not isinstance(average, bool):
+        raise ValueError(f"average must be True or False. Found {average!r}.")
+    tail = None
+    if average:  # the running sum of the second half of the iterates (W is updated in place)
+        tail, first, seen = np.zeros(W.shape), run.steps // 2 + 1, [0]
+        then = on_step
+
+        def on_step():
+            seen[0] += 1
+            if seen[0] >= first:
+                np.add(tail, W, out=tail)
+            if then is not None:
+                then()
     steps = _core(loss, Xbar, Y, batches=batches, step_sizes=run.step_sizes(), denominator=run.batch_size,
                   W=W, l2=run.strong_convexity, thresholds=thresholds, noise_std=noise_std,
                   radius=radius, noise_draw=noise_draw, on_step=on_step)
+    if tail is not None:
+        W = (tail / (steps - first + 1)).astype(dt)
     enforced = {
         **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
