@@ -150,3 +150,26 @@ def test_estimator_and_cli_average(tmp_path, capsys):
     assert cli_main(["train", str(data), "--target", "y", "--out", str(tmp_path / "w"), "--average",
                      "--workers", "1"]) == 2
     assert "--average is not available for data-parallel training" in capsys.readouterr().err
+
+
+def test_replicas_average_as_the_engine_does():
+    """train_replicas(average=True), which the audits run, releases per replica exactly the mean of
+    the engine's own iterates after steps ⌊T/2⌋+1..T (same seeds, odd T)."""
+    from noisysgd.train.replicas import train_replicas
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    c = BinaryLogistic().constants(feature_clip=2.0, clip_norm=1.0)
+    run = Run(n=100, batch_size=10, batching="poisson", steps=31, learning_rate=0.5, noise_multiplier=1.0,
+              lipschitz=c.lipschitz)
+    res = train_replicas(run, BinaryLogistic(), X, y, replicas=2, feature_clip=2.0, random_state=[11, 12],
+                         average=True)
+    for r, seed in enumerate((11, 12)):
+        seen = []
+        train(run, BinaryLogistic(), X, y, feature_clip=2.0, random_state=seed,
+              callback=lambda t, W: seen.append((t, W.copy())))
+        np.testing.assert_allclose(res.coef[r], np.mean([W for t, W in seen if t >= 16], axis=0),
+                                   rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="average must be True or False"):
+        train_replicas(run, BinaryLogistic(), X, y, replicas=1, feature_clip=2.0, average="yes")

@@ -314,6 +314,27 @@ def _core(loss, Xbar, Y, *, batches, step_sizes, denominator, W, l2, thresholds,
     return t
 
 
+class _TailSum:
+    """The running sum of the iterates after steps ⌊T/2⌋+1..T of the stack ``W`` (updated in
+    place by the step loop), as an ``on_step`` hook that then calls ``then``."""
+
+    def __init__(self, W, steps: int, then, average):
+        if not isinstance(average, bool):
+            raise ValueError(f"average must be True or False. Found {average!r}.")
+        self.W, self.first, self.then, self.seen = W, steps // 2 + 1, then, 0
+        self.total = np.zeros(W.shape) if average else None
+
+    def step(self):
+        self.seen += 1
+        if self.seen >= self.first:
+            np.add(self.total, self.W, out=self.total)
+        if self.then is not None:
+            self.then()
+
+    def mean(self, steps: int):
+        return (self.total / (steps - self.first + 1)).astype(self.W.dtype)
+
+
 # --------------------------------------------------------------------------- public
 
 
@@ -412,24 +433,12 @@ def train_replicas(
         W[r] = np.asarray(W0, dtype=dt).reshape(Xbar.shape[1], k)
     thresholds = _thresholds(run.lipschitz, norms, dt)
     radius = _safe_radius(run, dt)
-    if not isinstance(average, bool):
-        raise ValueError(f"average must be True or False. Found {average!r}.")
-    tail = None
-    if average:  # the running sum of the second half of the iterates (W is updated in place)
-        tail, first, seen = np.zeros(W.shape), run.steps // 2 + 1, [0]
-        then = on_step
-
-        def on_step():
-            seen[0] += 1
-            if seen[0] >= first:
-                np.add(tail, W, out=tail)
-            if then is not None:
-                then()
+    tail = _TailSum(W, run.steps, on_step, average)
     steps = _core(loss, Xbar, Y, batches=batches, step_sizes=run.step_sizes(), denominator=run.batch_size,
                   W=W, l2=run.strong_convexity, thresholds=thresholds, noise_std=noise_std,
-                  radius=radius, noise_draw=noise_draw, on_step=on_step)
-    if tail is not None:
-        W = (tail / (steps - first + 1)).astype(dt)
+                  radius=radius, noise_draw=noise_draw, on_step=tail.step if average else on_step)
+    if average:
+        W = tail.mean(steps)
     enforced = {
         **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
