@@ -173,3 +173,15 @@ def test_replicas_average_as_the_engine_does():
                                    rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match="average must be True or False"):
         train_replicas(run, BinaryLogistic(), X, y, replicas=1, feature_clip=2.0, average="yes")
+
+
+def test_the_tuner_refuses_an_averaged_base_estimator():
+    """NoisySGDClassifierCV accounts every candidate's final iterate: an average (base or grid)
+    is refused, never silently ignored."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.integers(0, 2, 300)
+    for base, grid in ((dict(average=True), {"alpha": [0.01, 0.1]}), ({}, {"alpha": [0.01], "average": [True]})):
+        cv = noisysgd.NoisySGDClassifierCV(grid, estimator=noisysgd.NoisySGDClassifier(classes=[0, 1], **base),
+                                           epsilon=1.0, random_state=0)
+        with pytest.raises(ValueError, match="average must be False for tuning"):
+            cv.fit(X, y)

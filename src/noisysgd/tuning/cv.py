@@ -392,7 +392,13 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "estimator.center must be None or 'auto' for tuning: the tuner trains every candidate on "
                 f"the rows as they are (it does not center them privately). Found {base_params['center']!r}.")
-        valid = set(base_params) - {"center", "classes"}
+        if base_params.get("average") or any(cand.get("average") for cand in grid):
+            raise ValueError("estimator.average must be False for tuning: the tuner accounts and trains every "
+                             "candidate's final iterate (an average is certified by composition only). Found True.")
+        if base_params.get("public_n") is not None:
+            raise ValueError("estimator.public_n must be None for tuning (tuning is replace adjacency, where n is "
+                             f"public). Found {base_params['public_n']!r}.")
+        valid = set(base_params) - {"center", "classes", "average", "public_n"}
         for cand in grid:
             unknown = sorted(set(cand) - valid)
             if unknown:
