@@ -66,7 +66,8 @@ from .planning import BASELINES
 from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
-from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
+from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
+from .train.diagnostics import near_chance, near_chance_message
 from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
                           fit_private, public_size)
 
@@ -76,6 +77,11 @@ __all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", 
 #: scikit-learn checks that a differentially private estimator cannot pass,
 #: and why (used by the tests with ``parametrize_with_checks``).
 EXPECTED_FAILED_CHECKS = {
+    "check_class_weight_classifiers": (
+        "asks that weights {0: 1000, others: 1e-4} make > 87% of ~100 predictions class 0; the weights are "
+        "normalized to at most 1 (the others then weigh 1e-7: every bound holds unchanged), and at the default "
+        "(1, δ)-DP the noise on so few examples can dominate"
+    ),
     "check_classifiers_train": (
         "asks for accuracy > 0.83 on ~100 noisy examples; at the default (1, δ)-DP the calibrated "
         "noise can dominate that little data (whether it passes depends on the noise drawn and the "
@@ -146,10 +152,6 @@ def auto_intercept_scaling(feature_clip: float, task: str = "classification") ->
 #: The classifier's default ``center``: "private" (:func:`noisysgd.preprocessing.private_center`)
 #: when epsilon is given, None when the noise multiplier is.
 CLASSIFIER_CENTER = "auto"
-
-#: A classifier whose balanced accuracy on its training rows is within this of a constant's
-#: (1/k for k classes) gets a warning: never a silent majority-class model.
-NEAR_CHANCE = 0.05
 
 #: A CompositionFallbackWarning names an alternative only if it saves at least this noise factor.
 FALLBACK_FACTOR = 1.25
@@ -541,6 +543,13 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         the tightest sound one.
     adjacency : {"replace", "add-remove"}, default="replace"
         ``add-remove`` takes batching="poisson" only and needs ``public_n``.
+    class_weight : dict or None, default=None
+        {class: weight}, declared publicly (classes not named weigh 1), and
+        normalized so that the largest weight is 1: each example's loss is
+        scaled by its class's weight ≤ 1, so the gradients stay within the clip
+        norm and every bound holds unchanged (up-weighting a rare class
+        therefore down-weights the others).  ``"balanced"`` is refused: it
+        needs the class counts, which are private.
     average : bool, default=False
         True: release the mean of the second half of the iterates instead of
         the last one (averaged DP-SGD, De et al. 2022).  An average is a
@@ -682,7 +691,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
                  checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",
-                 center=CLASSIFIER_CENTER, classes=None, public_n=None, average=False):
+                 center=CLASSIFIER_CENTER, classes=None, public_n=None, average=False, class_weight=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -709,6 +718,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.classes = classes
         self.public_n = public_n
         self.average = average
+        self.class_weight = class_weight
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -717,9 +727,18 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1)
         check_classification_targets(y)
         classes, encoded, source = encode_labels(y, self.classes)
-        W = self._fit(X, encoded, classification_loss(classes.size, self.multi_class))
+        loss = classification_loss(classes.size, self.multi_class)
+        weights = self._class_weights(classes)
+        if weights is not None:
+            loss = ClassWeighted(loss, weights)
+        W = self._fit(X, encoded, loss)
         self.classes_ = classes
         self.privacy_report_["classes"] = {"source": source, "classes": classes.tolist()}
+        if weights is not None:
+            self.privacy_report_["class_weight"] = {
+                "weights": {str(c): float(w) for c, w in zip(classes.tolist(), weights)},
+                "note": "declared (public), normalized so that the largest is 1: each example's loss is "
+                        "scaled by at most 1, so its gradient stays within the clip norm and every bound holds"}
         s = self.intercept_scaling_  # the score is clip(x)·W[:-1] + s·W[-1]
         if W.ndim == 1:
             self.coef_ = W[:-1][None, :].copy()
@@ -730,30 +749,36 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self._warn_if_near_chance(X, y)
         return self
 
+    def _class_weights(self, classes):
+        """``class_weight`` as one weight per class of ``classes``, normalized so the largest is 1
+        (None when not given); classes it does not name weigh 1 before normalizing."""
+        given = self.class_weight
+        if given is None:
+            return None
+        if isinstance(given, str):
+            raise _param_error(self, "class_weight", given,
+                               "None or a dict {class: weight}: 'balanced' needs the class counts, which are "
+                               "private; declare the weights instead (e.g. the inverse of a public prior)")
+        if not isinstance(given, dict):
+            raise _param_error(self, "class_weight", given, "None or a dict {class: weight}")
+        labels = classes.tolist()
+        unknown = [c for c in given if c not in labels]
+        if unknown:
+            raise _param_error(self, "class_weight", given, f"a dict whose keys are among the classes {labels}")
+        w = np.array([given.get(c, 1.0) for c in labels], dtype=float)
+        if not (np.all(np.isfinite(w)) and np.all(w > 0)):
+            raise _param_error(self, "class_weight", given, "a dict of positive finite weights")
+        return w / w.max()
+
     def _warn_if_near_chance(self, X, y) -> None:
         """One warning when the fitted model is barely better than predicting one class on its
-        training rows (balanced accuracy within :data:`NEAR_CHANCE` of a constant's): never a
-        silent majority-class model (issue 27 §3).  The numbers are statistics of the training
-        data, not covered by the certificate, and the warning says so."""
-        from sklearn.metrics import balanced_accuracy_score
-
-        present = np.unique(y)
-        if present.size < 2:
-            return
-        pred = self.predict(X)
-        balanced = float(balanced_accuracy_score(y, pred))
-        chance = 1.0 / present.size
-        if balanced > chance + NEAR_CHANCE:
-            return
-        values, counts = np.unique(pred, return_counts=True)
-        k = int(np.argmax(counts))
-        label = values[k].item() if hasattr(values[k], "item") else values[k]
-        warnings.warn(
-            f"{type(self).__name__}: the model is barely better than predicting one class: balanced accuracy "
-            f"{balanced:.3f} on the training rows against {chance:.3f} for a constant, class {label!r} predicted "
-            f"for {counts[k] / pred.size:.1%} of them (statistics of the training data, not private). Rescale "
-            "columns on large scales (or feature_range='private'), one-hot encode codes, lower alpha, or raise "
-            "epsilon", UserWarning, stacklevel=3)
+        training rows (:func:`noisysgd.train.diagnostics.near_chance`, labelled not private)."""
+        found = near_chance(y, self.predict(X))
+        if found is not None:
+            warnings.warn(near_chance_message(
+                found, f"{type(self).__name__}: ", "Rescale columns on large scales (or feature_range='private'), "
+                "one-hot encode codes, weigh the rare class (class_weight), lower alpha, or raise epsilon"),
+                UserWarning, stacklevel=3)
 
     def decision_function(self, X):
         """Scores of the (feature-clipped) examples: (n,) for two classes, else (n, k)."""

@@ -45,7 +45,10 @@ _PREDICT = ("x_bar = [x * min(1, feature_clip / ||x||), intercept_scaling]; s = 
 
 
 def _loss_spec(loss) -> dict:
-    from .train import BinaryLogistic, Huber, OneVsRestLogistic, Softmax, Squared
+    from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared
+
+    if isinstance(loss, ClassWeighted):  # the weights shape training, not prediction
+        return _loss_spec(loss.base)
 
     if isinstance(loss, BinaryLogistic):
         return {"name": "logistic"}

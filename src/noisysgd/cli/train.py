@@ -44,6 +44,7 @@ from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from ..train import Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
+from ..train.diagnostics import balanced_accuracy, near_chance, near_chance_message
 from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private, public_size
 from .common import add_categorical_flag, categorical_arg, write_outputs
 
@@ -392,34 +393,22 @@ def _quality(task, pred, y, classes) -> float:
     return float(np.mean(hits))
 
 
-def _balanced(pred, y, classes) -> float:
-    """Balanced accuracy: the mean over the classes present of the share of their rows
-    predicted right (0.5 for a majority-class model of two classes, whatever the imbalance)."""
-    truth = (2 * y - 1) if classes.size == 2 else y
-    return float(np.mean([np.mean(pred[truth == c] == c) for c in np.unique(truth)]))
+def _truth(y, classes):
+    """The labels in the coding of ``result.predict`` (±1 for two classes, else indices)."""
+    return (2 * y - 1) if classes.size == 2 else y
 
 
-#: A classifier whose balanced accuracy on its training rows is within this of chance (1/k for
-#: k classes: what predicting one class scores) gets a warning.
-NEAR_CHANCE = 0.05
-
-
-def _warn_if_near_chance(pred, balanced: float, classes) -> None:
+def _warn_if_near_chance(pred, y, classes) -> None:
     """One warning line when the model is barely better than predicting one class: never a
-    silent majority-class model (issue 27 §3).  Its balanced accuracy is a statistic of the
-    training data, like the training accuracy printed beside it: not covered by the certificate."""
-    chance = 1.0 / classes.size
-    if classes.size < 2 or balanced > chance + NEAR_CHANCE:
-        return
-    values, counts = np.unique(pred, return_counts=True)
-    k = int(np.argmax(counts))
-    label = classes[(int(values[k]) + 1) // 2] if classes.size == 2 else classes[int(values[k])]
-    label = label.item() if hasattr(label, "item") else label
-    warnings.warn(
-        f"the model is barely better than predicting one class: balanced accuracy {balanced:.3f} on the training "
-        f"rows against {chance:.3f} for a constant, class {label!r} predicted for {counts[k] / pred.size:.1%} of "
-        "them (statistics of the training data, not private). Rescale columns on large scales before training "
-        "(or --feature-range private), declare code columns with --categorical, lower --alpha, or raise --epsilon", UserWarning, stacklevel=2)
+    silent majority-class model (issue 27 §3; a statistic of the training data, not private)."""
+    found = near_chance(_truth(y, classes), pred)
+    if found is not None:
+        k = classes.size
+        found["label"] = (classes[(int(found["label"]) + 1) // 2] if k == 2 else classes[int(found["label"])])
+        found["label"] = found["label"].item() if hasattr(found["label"], "item") else found["label"]
+        warnings.warn(near_chance_message(
+            found, "", "Rescale columns on large scales before training (or --feature-range private), declare "
+            "code columns with --categorical, lower --alpha, or raise --epsilon"), UserWarning, stacklevel=2)
 
 
 def _check_flags(args) -> None:
@@ -518,15 +507,16 @@ def cmd_train(args) -> int:
     pred = result.predict(X)
     quality = {metric: _quality(args.task, pred, y, classes)}
     if args.task == "classification":
-        quality["train_balanced_accuracy"] = _balanced(pred, y, classes)
-        _warn_if_near_chance(pred, quality["train_balanced_accuracy"], classes)
+        quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)
+        _warn_if_near_chance(pred, y, classes)
     extra = {}
     if holdout is not None:
         name = "rmse" if args.task == "regression" else "accuracy"
         held_pred = result.predict(holdout[0])
         extra["holdout"] = {
             name: _quality(args.task, held_pred, holdout[1], classes),
-            **({"balanced_accuracy": _balanced(held_pred, holdout[1], classes)} if name == "accuracy" else {}),
+            **({"balanced_accuracy": balanced_accuracy(_truth(holdout[1], classes), held_pred)}
+               if name == "accuracy" else {}),
             "rows": int(holdout[0].shape[0]),
             "fraction": args.holdout,
             "note": ("rows split off at random before training and not used in it (the certificate's n is "

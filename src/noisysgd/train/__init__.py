@@ -13,6 +13,7 @@ from .checkpoint import Checkpointing
 from .leaks import PrivacyLeakWarning, check_declared_constants, encode_labels
 from .losses import (
     BinaryLogistic,
+    ClassWeighted,
     Huber,
     Loss,
     LossConstants,
@@ -35,6 +36,7 @@ __all__ = [
     "Loss",
     "LossConstants",
     "BinaryLogistic",
+    "ClassWeighted",
     "Softmax",
     "OneVsRestLogistic",
     "Squared",

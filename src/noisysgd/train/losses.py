@@ -55,6 +55,7 @@ __all__ = [
     "OneVsRestLogistic",
     "Squared",
     "Huber",
+    "ClassWeighted",
     "augment",
 ]
 
@@ -584,6 +585,75 @@ class Softmax(_Multiclass):
             "clip_norm >= natural Lipschitz constant (or a smaller feature_clip) for a convex run",
         )
 
+
+
+class ClassWeighted(Loss):
+    """A classification loss with every example's loss multiplied by its class's weight,
+    declared publicly and at most 1: ℓ_w(W; x̄, y) = w_y·ℓ(W; x̄, y), w_y ∈ (0, 1].
+
+    Because w_y ≤ 1, each weighted loss is convex, L-Lipschitz and M-smooth whenever ℓ
+    is (its derivative is w_y·φ', its curvature w_y·φ''), so :meth:`constants` are the
+    base loss's and every analysis applies unchanged; a clipped gradient scaled by
+    w_y ≤ 1 stays within the clip norm, so the sensitivity is unchanged too.  Larger
+    weights would raise L with them: weights are normalized (the largest is 1) by the
+    estimators before they get here.  Predictions are the base loss's.
+
+    >>> import numpy as np
+    >>> loss = ClassWeighted(BinaryLogistic(), [0.25, 1.0])
+    >>> S, Y = np.array([0.0, 0.0]), np.array([-1.0, 1.0])
+    >>> loss.derivative(S.copy(), Y), BinaryLogistic().derivative(S.copy(), Y)
+    (array([ 0.125, -0.5  ]), array([ 0.5, -0.5]))
+    """
+
+    def __init__(self, base: Loss, weights):
+        if not isinstance(base, (BinaryLogistic, _Multiclass)):
+            raise ValueError(f"base must be a classification loss (BinaryLogistic, Softmax, OneVsRestLogistic). "
+                             f"Found {base!r}.")
+        k = 2 if base.n_classes is None else base.n_classes
+        try:
+            w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ValueError(f"weights must be {k} numbers in (0, 1]. Found {weights!r}.") from None
+        if w.shape != (k,) or not np.all(np.isfinite(w)) or not np.all((w > 0) & (w <= 1)):
+            raise ValueError(f"weights must be {k} numbers in (0, 1] (one per class, the largest at most 1: a "
+                             f"larger weight would raise the Lipschitz constant). Found {weights!r}.")
+        self.base, self.weights = base, w
+        self.n_classes = base.n_classes
+        self.name = f"{base.name}+class-weight"
+
+    def param_shape(self, d):
+        return self.base.param_shape(d)
+
+    def encode_labels(self, y, *, target_bound=None):
+        return self.base.encode_labels(y, target_bound=target_bound)
+
+    def predict(self, W, Xbar):
+        return self.base.predict(W, Xbar)
+
+    def _class(self, Y) -> np.ndarray:
+        return (np.asarray(Y) > 0).astype(np.intp) if self.n_classes is None else np.asarray(Y).astype(np.intp)
+
+    def _scaled(self, D, Y):
+        w = self.weights[self._class(Y)]
+        D *= w if D.ndim == w.ndim else w.reshape(w.shape + (1,) * (D.ndim - w.ndim))
+        return D
+
+    def derivative(self, S, Y):
+        return self._scaled(self.base.derivative(S, Y), Y)
+
+    def clipped_derivative(self, S, Y, thresholds):
+        return self._scaled(self.base.clipped_derivative(S, Y, thresholds), Y)
+
+    def value(self, W, Xbar, Y):
+        Xbar, c = np.asarray(Xbar), self._class(Y)
+        return float(sum(self.weights[k] * np.sum(c == k) * self.base.value(W, Xbar[c == k], np.asarray(Y)[c == k])
+                         for k in np.unique(c)) / max(len(c), 1))
+
+    def constants(self, **kwargs) -> LossConstants:
+        return self.base.constants(**kwargs)  # w ≤ 1: the base loss's L, M and convexity hold (class docstring)
+
+    def __repr__(self):
+        return f"ClassWeighted({self.base!r}, weights={[float(v) for v in self.weights]})"
 
 
 class Squared(Loss):

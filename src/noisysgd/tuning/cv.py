@@ -395,10 +395,13 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         if base_params.get("average") or any(cand.get("average") for cand in grid):
             raise ValueError("estimator.average must be False for tuning: the tuner accounts and trains every "
                              "candidate's final iterate (an average is certified by composition only). Found True.")
+        if base_params.get("class_weight") is not None or any(cand.get("class_weight") for cand in grid):
+            raise ValueError("estimator.class_weight must be None for tuning (the tuner trains and scores every "
+                             "candidate unweighted). Found a class_weight.")
         if base_params.get("public_n") is not None:
             raise ValueError("estimator.public_n must be None for tuning (tuning is replace adjacency, where n is "
                              f"public). Found {base_params['public_n']!r}.")
-        valid = set(base_params) - {"center", "classes", "average", "public_n"}
+        valid = set(base_params) - {"center", "classes", "average", "public_n", "class_weight"}
         for cand in grid:
             unknown = sorted(set(cand) - valid)
             if unknown:

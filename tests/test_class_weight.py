@@ -1,0 +1,133 @@
+"""Class weights, declared publicly and at most 1 (issue 27 §5).
+
+Each example's loss is multiplied by its class's weight w ≤ 1: the weighted loss
+keeps the base loss's Lipschitz constant, smoothness and convexity, and a clipped
+gradient scaled by w ≤ 1 stays within the clip norm — so the sensitivity and
+every analysis are unchanged.  Checked as properties (hypothesis) against the
+base loss; ``"balanced"`` is refused (it needs the private class counts).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import noisysgd
+from noisysgd.train import BinaryLogistic, ClassWeighted, OneVsRestLogistic, Softmax
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(2, 4), b=st.integers(1, 30), seed=st.integers(0, 2**31 - 1),
+       kind=st.sampled_from(["binary", "softmax", "ovr"]))
+def test_weighted_gradients_are_the_base_ones_scaled_and_stay_within_the_clip(k, b, seed, kind):
+    rng = np.random.default_rng(seed)
+    if kind == "binary":
+        k = 2
+        base = BinaryLogistic()
+        Y = rng.choice([-1.0, 1.0], size=b)
+        S = rng.normal(scale=5, size=b)
+        cls = (Y > 0).astype(int)
+    else:
+        base = Softmax(k) if kind == "softmax" else OneVsRestLogistic(k)
+        Y = rng.integers(0, k, size=b)
+        S = rng.normal(scale=5, size=(b, k))
+        cls = Y
+    w = rng.uniform(0.01, 1.0, size=k)
+    w /= w.max()
+    loss = ClassWeighted(base, w)
+    scale = w[cls] if S.ndim == 1 else w[cls][:, None]
+    np.testing.assert_allclose(loss.derivative(S.copy(), Y), scale * base.derivative(S.copy(), Y), rtol=1e-15)
+    norms = rng.uniform(0.1, 3.0, size=b)  # ‖x̄_i‖
+    thr = 1.0 / norms                      # clip norm L = 1
+    D = loss.clipped_derivative(S.copy(), Y, thr)
+    np.testing.assert_allclose(D, scale * base.clipped_derivative(S.copy(), Y, thr), rtol=1e-15)
+    per_example = (np.abs(D) if D.ndim == 1 else np.linalg.norm(D, axis=1)) * norms
+    assert np.all(per_example <= 1.0 + 1e-12)  # the clipped gradient norm ≤ L: the sensitivity is unchanged
+    c1, c0 = loss.constants(feature_clip=2.0), base.constants(feature_clip=2.0)
+    assert (c1.lipschitz, c1.smoothness, c1.convex) == (c0.lipschitz, c0.smoothness, c0.convex)
+
+
+@pytest.mark.parametrize("weights", [[0.0, 1.0], [0.5, 1.5], [1.0], [np.nan, 1.0]])
+def test_weights_outside_zero_one_are_refused(weights):
+    with pytest.raises(ValueError, match=r"weights must be 2 numbers in \(0, 1\]"):
+        ClassWeighted(BinaryLogistic(), weights)
+
+
+def _imbalanced(n=6000, seed=0):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n, n_features=10, n_informative=4, weights=[0.95], class_sep=1.5,
+                               random_state=seed)
+    return X / 4, y
+
+
+def test_estimator_class_weight_is_declared_normalized_and_lifts_the_rare_class():
+    """5 % positives at epsilon = 3: unweighted, the model predicts the majority (balanced accuracy
+    0.5); weighting the rare class (here 5x, normalized to {0: 0.2, 1: 1}) lifts it well above."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    X, y = _imbalanced()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
+        weighted = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0,
+                                               class_weight={0: 1.0, 1: 5.0}).fit(X, y)
+    assert weighted.privacy_report_["class_weight"]["weights"] == {"0": 0.2, "1": 1.0}
+    assert "class_weight" not in plain.privacy_report_
+    assert weighted.noise_multiplier_ == plain.noise_multiplier_  # same run, same noise: same privacy
+    assert balanced_accuracy_score(y, plain.predict(X)) < 0.55
+    assert balanced_accuracy_score(y, weighted.predict(X)) > 0.6
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("balanced", "'balanced' needs the class counts, which are private"),
+    ({2: 1.0}, "whose keys are among the classes"),
+    ({0: -1.0}, "positive finite weights"),
+    ([1.0, 2.0], "None or a dict"),
+])
+def test_bad_class_weights_are_refused_by_name(value, expected):
+    X, y = _imbalanced(n=300)
+    with pytest.raises(ValueError, match="The 'class_weight' parameter of NoisySGDClassifier") as err:
+        noisysgd.NoisySGDClassifier(classes=[0, 1], class_weight=value).fit(X, y)
+    assert expected in str(err.value)
+
+
+def test_the_torch_backend_refuses_a_weighted_loss():
+    pytest.importorskip("torch")
+    from noisysgd.train.torch_backend import _derivative_for
+
+    with pytest.raises(ValueError, match="for the torch backend"):
+        _derivative_for(ClassWeighted(BinaryLogistic(), [0.5, 1.0]))
+
+
+def test_the_tuner_refuses_class_weights():
+    X, y = _imbalanced(n=300)
+    cv = noisysgd.NoisySGDClassifierCV({"alpha": [0.01, 0.1]},
+                                       estimator=noisysgd.NoisySGDClassifier(classes=[0, 1], class_weight={1: 2.0}),
+                                       epsilon=1.0, random_state=0)
+    with pytest.raises(ValueError, match="class_weight must be None for tuning"):
+        cv.fit(X, y)
+
+
+@settings(max_examples=60, deadline=None)
+@given(truth=st.lists(st.integers(0, 3), min_size=2, max_size=40), seed=st.integers(0, 2**31 - 1))
+def test_balanced_accuracy_is_scikit_learns(truth, seed):
+    """The diagnostics' balanced accuracy (train/predict metrics, the near-chance warning) equals
+    scikit-learn's, and a constant prediction is always near chance."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from noisysgd.train.diagnostics import balanced_accuracy, near_chance
+
+    truth = np.array(truth)
+    pred = np.random.default_rng(seed).integers(0, 4, size=truth.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns about classes predicted but absent
+        assert balanced_accuracy(truth, pred) == pytest.approx(balanced_accuracy_score(truth, pred), abs=1e-12)
+    if np.unique(truth).size > 1:
+        found = near_chance(truth, np.full(truth.size, truth[0]))
+        assert found is not None and found["balanced"] == pytest.approx(1.0 / np.unique(truth).size)
+        assert found["share"] == 1.0 and found["label"] == truth[0]
