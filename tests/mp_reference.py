@@ -39,3 +39,16 @@ def sgm_rdp_mp(alpha, q, sigma, dps: int = 60):
         a_alpha = mp.quad(integrand, nodes)
         # A_α − 1 is what matters for small RDP; E[ratio] = 1 exactly.
         return mp.log(a_alpha) / (a - 1)
+
+
+def gdp_epsilon_mp(mu: float, delta: float) -> float:
+    """ε(δ) of a pair of unit Gaussians μ apart (Dong, Roth & Su 2022, Cor. 2.13), in mpmath:
+    δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), solved by bisection (decreasing in ε)."""
+    mp.mp.dps = 40
+    mu = mp.mpf(mu)
+    f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.e ** e * mp.ncdf(-e / mu - mu / 2) - delta  # noqa: E731
+    lo, hi = mp.mpf(0), mp.mpf(200)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    return float(hi)

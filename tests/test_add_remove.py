@@ -33,25 +33,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import noisysgd
+from mp_reference import gdp_epsilon_mp
 from noisysgd import Run
 from noisysgd.cli import main as cli_main
 from noisysgd.run import ADD_REMOVE_BATCHINGS, BATCHING_SCHEMES
 
 REFUSED = tuple(b for b in BATCHING_SCHEMES if b not in ADD_REMOVE_BATCHINGS)
 DELTA = 1e-5
-
-
-def _mp_gdp_epsilon(mu: float, delta: float) -> float:
-    """ε(δ) of a pair of unit Gaussians μ apart (Dong, Roth & Su 2022, Cor. 2.13), in mpmath:
-    δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), solved by bisection (decreasing in ε)."""
-    mp.mp.dps = 40
-    mu = mp.mpf(mu)
-    f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.e ** e * mp.ncdf(-e / mu - mu / 2) - delta  # noqa: E731
-    lo, hi = mp.mpf(0), mp.mpf(200)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-    return float(hi)
 
 
 def _kw(batching, **extra):
@@ -178,10 +166,10 @@ def test_cyclic_insertion_attack_beats_every_certificate_of_the_old_accounting(n
     still be wrong, so the run is refused."""
     mu = _worst_cyclic_insertion_mu(n, b, steps, z)
     assert mu == pytest.approx(2.0 * math.sqrt(steps) / z, rel=1e-12)  # every step moves by 2L
-    exact = _mp_gdp_epsilon(mu, DELTA)
+    exact = gdp_epsilon_mp(mu, DELTA)
     replace = Run(n=n, batch_size=b, batching="cyclic", steps=steps, noise_multiplier=z, lipschitz=1.0)
     epochs = replace.epochs_touched
-    old = _mp_gdp_epsilon(math.sqrt(epochs) / z, DELTA)  # what add-remove used to certify (L, per epoch)
+    old = gdp_epsilon_mp(math.sqrt(epochs) / z, DELTA)  # what add-remove used to certify (L, per epoch)
     assert old < exact / 2
     if n // b >= 2:
         assert noisysgd.epsilon(replace, delta=DELTA).epsilon < exact
@@ -235,7 +223,7 @@ def test_full_batch_attack_beats_the_old_certificate():
     n, T, z = 1000, 100, 10.0
     got = _two_gaussians_epsilon(mp.mpf(-T) * (n - 2) / n, mp.sqrt(T) * z / n,
                                  mp.mpf(-T), mp.sqrt(T) * z / (n - 1), DELTA)
-    old = _mp_gdp_epsilon(math.sqrt(T) / z, DELTA)
+    old = gdp_epsilon_mp(math.sqrt(T) / z, DELTA)
     assert old == pytest.approx(4.377, abs=5e-4)
     assert 9.9 < got and got > 2 * old
     with pytest.raises(ValueError, match="changes the divisor n"):
@@ -246,8 +234,8 @@ def test_full_batch_attack_beats_the_old_certificate():
 def test_two_gaussians_helper_matches_gdp_with_equal_variances():
     for mu in (0.5, 2.0):
         assert _two_gaussians_epsilon(mp.mpf(0), mp.mpf(1), mp.mpf(mu), mp.mpf(1), DELTA) == pytest.approx(
-            _mp_gdp_epsilon(mu, DELTA), rel=1e-9)
-    assert _mp_gdp_epsilon(1.0, DELTA) == pytest.approx(noisysgd.gdp.gdp_epsilon(1.0, DELTA), rel=1e-9)
+            gdp_epsilon_mp(mu, DELTA), rel=1e-9)
+    assert gdp_epsilon_mp(1.0, DELTA) == pytest.approx(noisysgd.gdp.gdp_epsilon(1.0, DELTA), rel=1e-9)
 
 
 # ------------------------------------------------------------------ what is still certified
@@ -366,7 +354,7 @@ def test_poisson_with_b_equal_to_n_is_exactly_sensitivity_l_in_the_trainer():
     gap = float(fits[1].coef[0] - fits[0].coef[0])
     assert gap == pytest.approx(eta * T * 1.0 / n, rel=1e-9)  # only the added row's gradient, divided by b
     mu = abs(gap) / (math.sqrt(T) * eta * z * 1.0 / n)
-    exact = _mp_gdp_epsilon(mu, DELTA)
+    exact = gdp_epsilon_mp(mu, DELTA)
     assert mu == pytest.approx(math.sqrt(T) / z, rel=1e-9)
     certified = noisysgd.epsilon(run, delta=DELTA).epsilon
     assert certified >= exact * (1 - 1e-6)

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import noisysgd
+from mp_reference import gdp_epsilon_mp
 from noisysgd import Run
 from noisysgd.audit.losses import Linear
 from noisysgd.cli import main as cli_main
@@ -32,18 +33,6 @@ from noisysgd.private_fit import (Bounds, Calibrated, Execution, Privacy, Schedu
 from noisysgd.train import BinaryLogistic, train
 
 DELTA = 1e-5
-
-
-def _gdp_epsilon_mp(mu: float, delta: float) -> float:
-    """ε(δ) of unit Gaussians μ apart (Dong, Roth & Su 2022, Cor. 2.13), bisected in mpmath."""
-    mp.mp.dps = 40
-    mu = mp.mpf(mu)
-    f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.e ** e * mp.ncdf(-e / mu - mu / 2) - delta  # noqa: E731
-    lo, hi = mp.mpf(0), mp.mpf(200)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-    return float(hi)
 
 
 def test_the_averaged_output_of_a_linear_instance_stays_within_its_certificate():
@@ -71,7 +60,7 @@ def test_the_averaged_output_of_a_linear_instance_stays_within_its_certificate()
     sigma = z / n
     mu = (2.0 / n) * c.sum() / (sigma * math.sqrt(float(c @ c)))
     assert mu < 2.0 * math.sqrt(T) / z  # below the every-iterate pair: an average releases less
-    assert report.epsilon >= _gdp_epsilon_mp(mu, DELTA)
+    assert report.epsilon >= gdp_epsilon_mp(mu, DELTA)
 
 
 def test_the_released_coefficients_are_the_mean_of_the_second_half_of_the_iterates():
