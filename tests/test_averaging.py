@@ -20,7 +20,6 @@ import json
 import math
 import warnings
 
-import mpmath as mp
 import numpy as np
 import pytest
 
