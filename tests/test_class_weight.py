@@ -131,3 +131,31 @@ def test_balanced_accuracy_is_scikit_learns(truth, seed):
         found = near_chance(truth, np.full(truth.size, truth[0]))
         assert found is not None and found["balanced"] == pytest.approx(1.0 / np.unique(truth).size)
         assert found["share"] == 1.0 and found["label"] == truth[0]
+
+
+def test_train_cli_class_weight(tmp_path, capsys):
+    """--class-weight 1=5 on a 5 %-positive table: recorded (normalized) in the certificate, the
+    model file predicts as the base loss does, and bad flags are one line each."""
+    import json
+
+    from noisysgd.cli import main as cli_main
+
+    X, y = _imbalanced()
+    data = tmp_path / "imb.csv"
+    np.savetxt(data, np.column_stack([X, y]), delimiter=",", comments="",
+               header=",".join([f"f{i}" for i in range(10)] + ["y"]))
+    out = tmp_path / "m"
+    assert cli_main(["train", str(data), "--target", "y", "--classes", "0,1", "--seed", "0", "--epsilon", "3",
+                     "--out", str(out), "--class-weight", "1=5", "--quiet"]) == 0
+    capsys.readouterr()
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["class_weight"]["weights"] == {"0.0": 0.2, "1.0": 1.0}
+    assert json.loads((out / "model.json").read_text())["loss_spec"] == {"name": "logistic"}
+    assert json.loads((out / "metrics.json").read_text())["not_private"]["train_balanced_accuracy"] > 0.6
+    for flag, message in (("2=5", "--class-weight must name classes among [0.0, 1.0]. Found 2.0."),
+                          ("1=-5", "--class-weight must be LABEL=WEIGHT,... with positive weights"),
+                          ("1", "--class-weight must be LABEL=WEIGHT")):
+        assert cli_main(["train", str(data), "--target", "y", "--classes", "0,1", "--out", str(tmp_path / "x"),
+                         "--class-weight", flag]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1

@@ -31,6 +31,7 @@ whole data set, and rank 0 alone writes the outputs (atomically).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -42,7 +43,7 @@ from ..estimators import classification_loss
 from ..io import check_output_dir, check_output_file, load_table
 from ..model import model_document
 from ..run import BATCHING_SCHEMES
-from ..train import Huber, Squared, encode_labels
+from ..train import ClassWeighted, Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
 from ..train.diagnostics import balanced_accuracy, near_chance, near_chance_message
 from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private, public_size
@@ -90,6 +91,9 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
     p.add_argument("--task", choices=("classification", "regression"), default="classification")
     add_categorical_flag(p)
+    p.add_argument("--class-weight", metavar="A=W,...",
+                   help="classification: class weights, declared publicly (classes not named weigh 1); normalized "
+                        "so the largest is 1, which keeps every bound")
     p.add_argument("--classes", metavar="A,B,...",
                    help="classification: the labels, declared publicly (the model's outputs; a row with another "
                         "label is refused). Without it the labels are taken from the data, which the certificate "
@@ -232,7 +236,40 @@ def _loss(args, y):
             f"loss must be softmax or ovr for {classes.size} classes (logistic is binary). Found 'logistic'."
         )
     multi = "ovr" if args.loss == "ovr" else "softmax"
-    return classification_loss(classes.size, multi), encoded, classes
+    loss = classification_loss(classes.size, multi)
+    weights = _class_weights(args, y, classes)
+    return (loss if weights is None else ClassWeighted(loss, weights)), encoded, classes
+
+
+def _class_weights(args, y, classes):
+    """``--class-weight A=W,B=W`` as one weight per class, normalized so the largest is 1 (classes
+    not named weigh 1 before normalizing), or None."""
+    text = getattr(args, "class_weight", None)
+    if text is None:
+        return None
+    given = {}
+    for part in text.split(","):
+        label, sep, value = part.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = None
+        if not sep or not label.strip() or weight is None or not (math.isfinite(weight) and weight > 0):
+            raise ValueError(f"--class-weight must be LABEL=WEIGHT,... with positive weights. Found {text!r}.")
+        key = label.strip()
+        if y.dtype.kind in "fiub":
+            try:
+                key = float(key)
+            except ValueError:
+                raise ValueError(f"--class-weight must name numeric labels for a numeric target. Found "
+                                 f"{label.strip()!r}.") from None
+        given[key] = weight
+    labels = [_plain_label(c) for c in classes]
+    unknown = [k for k in given if k not in labels]
+    if unknown:
+        raise ValueError(f"--class-weight must name classes among {labels}. Found {unknown[0]!r}.")
+    w = np.array([given.get(c, 1.0) for c in labels])
+    return w / w.max()
 
 
 def _plain_label(value):
@@ -587,6 +624,11 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
     if classes is not None:
         fit.certificate["classes"] = {"source": args.classes_source, "classes": [c.item() if hasattr(c, "item")
                                                                                  else c for c in classes]}
+    if isinstance(loss, ClassWeighted):
+        fit.certificate["class_weight"] = {
+            "weights": {str(_plain_label(c)): float(w) for c, w in zip(classes, loss.weights)},
+            "note": "declared (public), normalized so that the largest is 1: each example's loss is scaled by at "
+                    "most 1, so its gradient stays within the clip norm and every bound holds"}
     model = model_document(
         task=args.task, classes_source=getattr(args, "classes_source", None), feature_clip=args.feature_clip,
         coef=result.coef, version=fit.certificate["noisysgd_version"], intercept_scaling=result.intercept_scaling,

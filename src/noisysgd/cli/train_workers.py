@@ -49,6 +49,9 @@ def cmd_train_distributed(args, env) -> int:
     if getattr(args, "center", "auto") == "private":
         raise ValueError("--center private is not available for data-parallel training (--workers, torchrun) yet "
                          "(--center auto trains on the rows as they are there).")
+    if getattr(args, "class_weight", None) is not None:
+        raise ValueError("--class-weight is not available for data-parallel training (--workers, torchrun) yet: "
+                         "train in one process.")
     if getattr(args, "average", False):
         raise ValueError("--average is not available for data-parallel training (--workers, torchrun) yet: train "
                          "in one process.")
