@@ -727,18 +727,12 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1)
         check_classification_targets(y)
         classes, encoded, source = encode_labels(y, self.classes)
-        loss = classification_loss(classes.size, self.multi_class)
-        weights = self._class_weights(classes)
-        if weights is not None:
-            loss = ClassWeighted(loss, weights)
+        loss = self._class_weighted(classification_loss(classes.size, self.multi_class), classes.tolist())
         W = self._fit(X, encoded, loss)
         self.classes_ = classes
         self.privacy_report_["classes"] = {"source": source, "classes": classes.tolist()}
-        if weights is not None:
-            self.privacy_report_["class_weight"] = {
-                "weights": {str(c): float(w) for c, w in zip(classes.tolist(), weights)},
-                "note": "declared (public), normalized so that the largest is 1: each example's loss is "
-                        "scaled by at most 1, so its gradient stays within the clip norm and every bound holds"}
+        if isinstance(loss, ClassWeighted):
+            self.privacy_report_["class_weight"] = loss.record(classes.tolist())
         s = self.intercept_scaling_  # the score is clip(x)·W[:-1] + s·W[-1]
         if W.ndim == 1:
             self.coef_ = W[:-1][None, :].copy()
@@ -749,26 +743,24 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self._warn_if_near_chance(X, y)
         return self
 
-    def _class_weights(self, classes):
-        """``class_weight`` as one weight per class of ``classes``, normalized so the largest is 1
-        (None when not given); classes it does not name weigh 1 before normalizing."""
+    def _class_weighted(self, loss, labels):
+        """``loss`` weighted by ``class_weight`` (:meth:`ClassWeighted.from_dict`), or as it is."""
         given = self.class_weight
         if given is None:
-            return None
+            return loss
         if isinstance(given, str):
             raise _param_error(self, "class_weight", given,
                                "None or a dict {class: weight}: 'balanced' needs the class counts, which are "
                                "private; declare the weights instead (e.g. the inverse of a public prior)")
         if not isinstance(given, dict):
             raise _param_error(self, "class_weight", given, "None or a dict {class: weight}")
-        labels = classes.tolist()
-        unknown = [c for c in given if c not in labels]
-        if unknown:
-            raise _param_error(self, "class_weight", given, f"a dict whose keys are among the classes {labels}")
-        w = np.array([given.get(c, 1.0) for c in labels], dtype=float)
-        if not (np.all(np.isfinite(w)) and np.all(w > 0)):
-            raise _param_error(self, "class_weight", given, "a dict of positive finite weights")
-        return w / w.max()
+        try:
+            return ClassWeighted.from_dict(loss, given, labels)
+        except LookupError:
+            raise _param_error(self, "class_weight", given,
+                               f"a dict whose keys are among the classes {labels}") from None
+        except ValueError:
+            raise _param_error(self, "class_weight", given, "a dict of positive finite weights") from None
 
     def _warn_if_near_chance(self, X, y) -> None:
         """One warning when the fitted model is barely better than predicting one class on its

@@ -236,17 +236,14 @@ def _loss(args, y):
             f"loss must be softmax or ovr for {classes.size} classes (logistic is binary). Found 'logistic'."
         )
     multi = "ovr" if args.loss == "ovr" else "softmax"
-    loss = classification_loss(classes.size, multi)
-    weights = _class_weights(args, y, classes)
-    return (loss if weights is None else ClassWeighted(loss, weights)), encoded, classes
+    return _class_weighted(args, y, classes, classification_loss(classes.size, multi)), encoded, classes
 
 
-def _class_weights(args, y, classes):
-    """``--class-weight A=W,B=W`` as one weight per class, normalized so the largest is 1 (classes
-    not named weigh 1 before normalizing), or None."""
+def _class_weighted(args, y, classes, loss):
+    """``loss`` weighted by ``--class-weight A=W,B=W`` (:meth:`ClassWeighted.from_dict`), or as it is."""
     text = getattr(args, "class_weight", None)
     if text is None:
-        return None
+        return loss
     given = {}
     for part in text.split(","):
         label, sep, value = part.partition("=")
@@ -265,11 +262,10 @@ def _class_weights(args, y, classes):
                                  f"{label.strip()!r}.") from None
         given[key] = weight
     labels = [_plain_label(c) for c in classes]
-    unknown = [k for k in given if k not in labels]
-    if unknown:
-        raise ValueError(f"--class-weight must name classes among {labels}. Found {unknown[0]!r}.")
-    w = np.array([given.get(c, 1.0) for c in labels])
-    return w / w.max()
+    try:
+        return ClassWeighted.from_dict(loss, given, labels)
+    except LookupError as unknown:
+        raise ValueError(f"--class-weight must name classes among {labels}. Found {unknown.args[0]!r}.") from None
 
 
 def _plain_label(value):
@@ -625,10 +621,7 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
         fit.certificate["classes"] = {"source": args.classes_source, "classes": [c.item() if hasattr(c, "item")
                                                                                  else c for c in classes]}
     if isinstance(loss, ClassWeighted):
-        fit.certificate["class_weight"] = {
-            "weights": {str(_plain_label(c)): float(w) for c, w in zip(classes, loss.weights)},
-            "note": "declared (public), normalized so that the largest is 1: each example's loss is scaled by at "
-                    "most 1, so its gradient stays within the clip norm and every bound holds"}
+        fit.certificate["class_weight"] = loss.record([_plain_label(c) for c in classes])
     model = model_document(
         task=args.task, classes_source=getattr(args, "classes_source", None), feature_clip=args.feature_clip,
         coef=result.coef, version=fit.certificate["noisysgd_version"], intercept_scaling=result.intercept_scaling,

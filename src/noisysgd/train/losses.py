@@ -655,6 +655,25 @@ class ClassWeighted(Loss):
     def __repr__(self):
         return f"ClassWeighted({self.base!r}, weights={[float(v) for v in self.weights]})"
 
+    @classmethod
+    def from_dict(cls, base: Loss, given: dict, labels: list) -> "ClassWeighted":
+        """The loss for weights ``given`` as {class label: weight > 0} over ``labels`` (classes not
+        named weigh 1), normalized so that the largest is 1.  ``LookupError`` (its argument: the
+        first label not among ``labels``) or ``ValueError`` (a weight not positive and finite)."""
+        unknown = [c for c in given if c not in labels]
+        if unknown:
+            raise LookupError(unknown[0])
+        w = np.array([given.get(c, 1.0) for c in labels], dtype=float)
+        if not (np.all(np.isfinite(w)) and np.all(w > 0)):
+            raise ValueError(f"class weights must be positive and finite. Found {given!r}.")
+        return cls(base, w / w.max())
+
+    def record(self, labels: list) -> dict:
+        """What a certificate says of the weights (public, declared)."""
+        return {"weights": {str(c): float(w) for c, w in zip(labels, self.weights)},
+                "note": "declared (public), normalized so that the largest is 1: each example's loss is scaled "
+                        "by at most 1, so its gradient stays within the clip norm and every bound holds"}
+
 
 class Squared(Loss):
     """Squared loss ½(s − y)² for regression.
