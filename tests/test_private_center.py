@@ -112,7 +112,8 @@ def _digits():
 
 def test_the_classifier_centers_by_default_and_certifies_the_mean_with_the_model():
     X, y = _digits()
-    clf = NoisySGDClassifier(epsilon=1.0, random_state=0).fit(X, y)
+    # cyclic batches: a hidden-state run (the default search picks Poisson on digits: next test)
+    clf = NoisySGDClassifier(epsilon=1.0, batching="cyclic", random_state=0).fit(X, y)
     assert clf.get_params()["center"] == "auto" and clf.center_ is not None
     rep = clf.privacy_report_
     pre = rep["preprocessing"]
@@ -135,6 +136,33 @@ def test_the_classifier_centers_by_default_and_certifies_the_mean_with_the_model
     Z = clip_rows(clip_rows(X[:50], 1.0) - clf.center_, clf.feature_clip_)
     np.testing.assert_allclose(clf.decision_function(X[:50]), Z @ clf.coef_.T + clf.intercept_, rtol=1e-10,
                                atol=1e-12)
+
+
+def test_a_composition_run_composes_the_mean_into_its_pld_as_dp_accounting_does():
+    """The default search's Poisson run on digits, certified by composition-pld: the mean query
+    (a μ_q-GDP Gaussian) is composed into the run's PLD.  dp_accounting's PLDAccountant on the
+    same events (REPLACE_ONE: the training's Poisson-sampled Gaussian of std 2σ and the query's
+    Gaussian of std 2/μ_q, shift 2) gives the same ε; it lies above either part alone and
+    below their basic composition."""
+    import dp_accounting
+
+    X, y = _digits()
+    clf = NoisySGDClassifier(epsilon=1.0, random_state=0).fit(X, y)
+    rep, run = clf.privacy_report_, clf.run_
+    assert rep["config"]["chosen"]["regime"] == "amplified composition" and run.batching == "poisson"
+    assert "PLD composition of composition-pld and the query" in rep["certificate"]["guarantee"]
+    mu_q, delta = rep["preprocessing"]["mu"], clf.delta_
+    sigma = run.noise_multiplier / 2.0  # noise / sensitivity (2L under replace)
+    acc = dp_accounting.pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE,
+                                          value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(run.sampling_rate, dp_accounting.GaussianDpEvent(2 * sigma)),
+                run.steps)
+    acc.compose(dp_accounting.GaussianDpEvent(2.0 / mu_q))
+    assert clf.epsilon_ == pytest.approx(acc.get_epsilon(delta), rel=2e-3)
+    alone = noisysgd.epsilon(run, delta=delta, analyses=["composition-pld"]).epsilon
+    assert alone < clf.epsilon_ < alone + rep["preprocessing"]["epsilon"]
+    assert _mp_gdp_delta(mu_q, clf.epsilon_) < delta  # above the query alone (exact GDP, mpmath)
+    assert clf.epsilon_ <= 1.0
 
 
 def test_without_centering_the_model_and_certificate_are_as_before():
@@ -303,3 +331,29 @@ def test_a_column_that_takes_the_clipped_norm_is_named_from_the_private_mean():
         warnings.simplefilter("error", UserWarning)
         center, _, details = private_center(pixels, 5.0, radius=1.0, rng=0)
     assert center is not None and details["centered"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(q=st.floats(0.01, 0.3), z=st.floats(0.8, 8.0), steps=st.integers(1, 300), mu_q=st.floats(0.02, 1.0))
+def test_a_query_composed_into_the_pld_lies_between_its_parts_and_their_basic_composition(q, z, steps, mu_q):
+    from noisysgd.analyses.composition import epsilon_with_gaussian_query
+
+    n = 1000
+    run = noisysgd.Run(n=n, batch_size=max(1, round(q * n)), batching="poisson", steps=steps, learning_rate=0.1,
+                       noise_multiplier=z, lipschitz=1.0)
+    delta = 1e-5
+    composed = epsilon_with_gaussian_query(run, delta, mu_q)
+    alone = noisysgd.epsilon(run, delta=delta, analyses=["composition-pld"]).epsilon
+    assert composed >= alone * (1 - 1e-9) and composed >= gdp_epsilon(mu_q, delta) * (1 - 1e-3)
+    split = noisysgd.epsilon(run, delta=delta / 2, analyses=["composition-pld"]).epsilon + gdp_epsilon(mu_q, delta / 2)
+    assert composed <= split * (1 + 1e-9)
+
+
+def test_an_unsampled_run_composes_with_the_query_in_gdp_exactly():
+    from noisysgd.analyses.composition import epsilon_with_gaussian_query
+
+    run = noisysgd.Run(n=100, batch_size=100, batching="full", steps=50, learning_rate=0.1, noise_multiplier=20.0,
+                       lipschitz=1.0)
+    mu = math.sqrt(50) / 10.0  # 50 Gaussians of noise / sensitivity 20/2
+    assert epsilon_with_gaussian_query(run, 1e-5, 0.3) == pytest.approx(gdp_epsilon(math.hypot(mu, 0.3), 1e-5),
+                                                                          rel=1e-12)

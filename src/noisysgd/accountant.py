@@ -599,7 +599,9 @@ def compose_query(certificate: dict, eps_train: float, delta_train: float, adjac
     * a μ-GDP bound: √(μ² + μ_q²)-GDP (Dong, Roth & Su 2022, Corollary 3.3, adaptive), converted
       exactly (:func:`noisysgd.gdp.gdp_epsilon`);
     * an RDP curve ε(α): ε(α) + α·μ_q²/2 (the Gaussian's RDP; Mironov 2017, Proposition 1 for
-      adaptive composition), converted as the accountant converts.
+      adaptive composition), converted as the accountant converts;
+    * ``composition-pld``: the query's Gaussian pair composed into the run's PLD
+      (:func:`noisysgd.analyses.composition.epsilon_with_gaussian_query`).
 
     Both compositions are adaptive: the training run, for any fixed ranges, meets its bound on
     every pair of adjacent data sets (scaling each example by given ranges, or subtracting a
@@ -619,6 +621,12 @@ def compose_query(certificate: dict, eps_train: float, delta_train: float, adjac
                     e = gdp_epsilon(math.hypot(r.mu, mu_q), delta)
                     how = (f"GDP composition of {r.analysis} (mu {r.mu:.6g}) and the query "
                            "(Dong, Roth & Su 2022, Cor. 3.3)")
+                elif r.analysis == "composition-pld" and report.run is not None:
+                    from .analyses.composition import epsilon_with_gaussian_query
+
+                    e = epsilon_with_gaussian_query(report.run, delta, mu_q)
+                    how = ("PLD composition of composition-pld and the query (dp_accounting; dominating "
+                           "pairs compose adaptively: Zhu, Dong & Wang 2022, Thm 10)")
                 elif r.rdp is not None and r.orders is not None:
                     alpha = np.asarray(r.orders, dtype=float)
                     with warnings.catch_warnings():
