@@ -5,7 +5,8 @@ import math
 import pytest
 
 import noisysgd
-from noisysgd.config import GRID, LEGACY, SEARCH_ANALYSES, auto_config, proxy_terms, with_legacy_defaults
+from noisysgd.config import (COMPOSITION_GRID, COMPOSITION_SEARCH, GRID, LEGACY, SEARCH_ANALYSES, auto_config,
+                             proxy_terms, with_legacy_defaults)
 
 PUBLIC = dict(n=500, d=5, outputs=1, delta=1e-5, lipschitz=math.sqrt(2.0), smoothness=0.5)
 
@@ -24,17 +25,26 @@ def test_proxy_is_the_recursion_it_bounds(lam, b, steps):
     # the convex SGD bound B²/(2ηT) + ηG²/2, G² = (L + λB)² + p(zL/b)², by hand
     convex = B * B / (2 * eta * steps) + eta * ((L + lam * B) ** 2 + p * (z * L / b) ** 2) / 2
     assert t["convex_bound"] == pytest.approx(convex, rel=1e-12)
-    assert t["bound"] == ("convex" if convex < 0.5 * (M + lam) * e else "strongly-convex")
-    assert t["optimisation_term"] + t["noise_term"] == pytest.approx(min(convex, 0.5 * (M + lam) * e), rel=1e-10)
+    # smooth convex SGD (η ≤ 1/(M + λ)): B²/(2ηT) + ηV/(2(1 − η(M + λ))), only the variance V
+    smooth = B * B / (2 * eta * steps) + eta * V / (2 * (1 - eta * (M + lam)))
+    assert t["smooth_bound"] == pytest.approx(smooth, rel=1e-12)
+    bounds = {"convex": convex, "strongly-convex": 0.5 * (M + lam) * e, "smooth": smooth}
+    assert t["bound"] == min(bounds, key=bounds.get)
+    assert t["optimisation_term"] + t["noise_term"] == pytest.approx(min(bounds.values()), rel=1e-10)
     assert t["bias_term"] == pytest.approx(lam * B * B / 2, rel=1e-15)
     assert t["proxy"] == pytest.approx(t["optimisation_term"] + t["noise_term"] + t["bias_term"], rel=1e-15)
 
 
-def test_proxy_without_strong_convexity_is_the_convex_sgd_bound():
+def test_proxy_without_strong_convexity_is_the_smaller_convex_sgd_bound():
     t = proxy_terms(n=100, p=3, b=10, steps=200, eta=0.1, lam=0.0, z=2.0, L=1.0, M=1.0, B=5.0)
     assert t["optimisation_term"] == pytest.approx(25.0 / (2 * 0.1 * 200))
-    assert t["noise_term"] == pytest.approx(0.1 * (1.0 + 3 * 0.2**2) / 2)
-    assert t["bias_term"] == 0.0 and t["bound"] == "convex" and "strongly-convex_bound" not in t
+    assert t["convex_bound"] == pytest.approx(25.0 / 40 + 0.1 * (1.0 + 3 * 0.2**2) / 2)
+    # V = p(zL/b)² + L²/b = 0.12 + 0.1; smooth: ηV/(2(1 − ηM)) beats ηG²/2
+    assert t["noise_term"] == pytest.approx(0.1 * 0.22 / (2 * 0.9))
+    assert t["bias_term"] == 0.0 and t["bound"] == "smooth" and "strongly-convex_bound" not in t
+    # a step beyond 1/M: only the (non-smooth) convex bound holds
+    big = proxy_terms(n=100, p=3, b=10, steps=200, eta=1.5, lam=0.0, z=2.0, L=1.0, M=1.0, B=5.0)
+    assert big["bound"] == "convex" and "smooth_bound" not in big
 
 
 def test_the_choice_minimises_the_proxy_and_its_noise_meets_the_target():
@@ -42,7 +52,11 @@ def test_the_choice_minimises_the_proxy_and_its_noise_meets_the_target():
     ok = [r for r in cfg.candidates if r["proxy"] is not None]
     sizes = {min(b, 500) for b in GRID["batch_size"]}
     grid_size = len(GRID["alpha"]) * (len(sizes) * len(GRID["epochs"]["cyclic"]) + len(GRID["epochs"]["full"]))
-    assert len(cfg.candidates) == grid_size  # the pre-auto defaults (256, 100 epochs, 0.01) are in the grid
+    # the composition regime: n = 500 admits no b of COMPOSITION_GRID below n/4, so b = 64 (the
+    # largest power of two <= 125), each epoch count and alpha
+    composition = len(GRID["alpha"]) * len(COMPOSITION_GRID["epochs"])
+    assert len(cfg.candidates) == grid_size + composition  # the pre-auto defaults are in the grid
+    assert {r["batch_size"] for r in cfg.candidates if r.get("optimal_step")} == {64}
     assert sum(r["legacy"] for r in cfg.candidates) == 1
     assert cfg.chosen["proxy"] == min(r["proxy"] for r in ok)
     c = cfg.chosen
@@ -50,8 +64,16 @@ def test_the_choice_minimises_the_proxy_and_its_noise_meets_the_target():
         epochs=c["epochs"], n=500, batch_size=c["batch_size"], batching=c["batching"],
         learning_rate=c["learning_rate"], noise_multiplier=c["noise_multiplier"], lipschitz=math.sqrt(2.0),
         smoothness=0.5 + c["alpha"], strong_convexity=c["alpha"], convex=True)
-    assert c["learning_rate"] == pytest.approx(0.5 / (0.5 + c["alpha"]))
-    assert noisysgd.epsilon(run, delta=1e-5, analyses=list(SEARCH_ANALYSES)).epsilon <= 1.0
+    if c["regime"] == "amplified composition":
+        # Bubeck's step 1/(M + λ + √(VT/2)/B) (within STEP_RANGE of the smoothness rule)
+        V = 6 * (c["noise_multiplier"] * math.sqrt(2.0) / c["batch_size"]) ** 2 + 2.0 / c["batch_size"]
+        eta = 1.0 / (0.5 + c["alpha"] + math.sqrt(V * c["steps"] / 2) / cfg.assumptions["model_norm"])
+        assert c["learning_rate"] == pytest.approx(eta, rel=1e-12)
+        analyses = list(COMPOSITION_SEARCH)
+    else:
+        assert c["learning_rate"] == pytest.approx(0.5 / (0.5 + c["alpha"]))
+        analyses = list(SEARCH_ANALYSES)
+    assert noisysgd.epsilon(run, delta=1e-5, analyses=analyses).epsilon <= 1.0
     B = 10.0 * max(1.0, math.sqrt(PUBLIC["d"] / 64.0))  # MODEL_NORM·max(1, √(d/64))/R, R = 1
     assert cfg.assumptions["model_norm"] == pytest.approx(B, rel=1e-15)
     assert f"B = {B:g}" in cfg.explanation and cfg.to_dict()["chosen"] == c

@@ -388,6 +388,14 @@ class _NoisySGDBase(BaseEstimator):
         hidden = {k: r for k, r in report.results.items() if k not in BASELINES}
         if not hidden:  # composition only, asked for (``analysis=``) or by ``average=True``: nothing was lost
             return
+        chosen = (self.privacy_report_.get("config") or {}).get("chosen") or {}
+        if chosen.get("regime") == "amplified composition":
+            # the automatic configuration chose DP-SGD's regime over every hidden-state candidate
+            # (issue 26 §1): composition is the point, not a fallback
+            self.privacy_report_["config"]["regime"] = (
+                f"amplified composition, chosen by the search: its proxy {chosen['proxy']:.4g} was the "
+                f"smallest of every candidate; {best.analysis} certifies every iterate")
+            return
         if self.batching in ("poisson", "sample") and not isinstance(self.learning_rate, str):
             # DP-SGD's regime, chosen on purpose: random batches and a step size of the user's,
             # certified by amplified composition (issue 26 §3); the report says so, no warning

@@ -370,7 +370,7 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[Schedule
     elif batch is not None and batch >= 1:
         batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
     schedule = Schedule(epochs=p["epochs"], batch_size=batch, batching=p["batching"],
-                        learning_rate=_learning_rate(args.lr), l2=p["alpha"], initialization=args.initialization)
+                        learning_rate=p["learning_rate"], l2=p["alpha"], initialization=args.initialization)
     return schedule, config
 
 
@@ -670,10 +670,12 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
     config = fit.certificate.get("config") or {}
     if config.get("auto"):
         run = fit.run
-        alpha = config.get("chosen", {}).get("alpha", run.strong_convexity)
-        print(fill(f"configuration (auto, from public quantities only): batching={run.batching}, batch size "
-                   f"{run.batch_size or n}, {run.epochs:g} epochs, alpha={alpha:g}; intercept scaling "
-                   f"{fit.result.intercept_scaling:g}"))
+        chosen = config.get("chosen", {})
+        alpha = chosen.get("alpha", run.strong_convexity)
+        regime = f"{chosen['regime']} regime, " if chosen.get("regime") else ""
+        print(fill(f"configuration (auto, from public quantities only): {regime}batching={run.batching}, batch "
+                   f"size {run.batch_size or n}, {run.epochs:g} epochs, learning rate {run.learning_rate:.4g}, "
+                   f"alpha={alpha:g}; intercept scaling {fit.result.intercept_scaling:g}"))
     pre = fit.certificate.get("preprocessing") or {}
     if pre.get("center") == "private":
         print(fill("centering: the rows minus a private mean (in the privacy line), then clipped to "

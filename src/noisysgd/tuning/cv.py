@@ -192,6 +192,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         configure(p, loss, n_train, d, None)
         out = dict(params)
         out.update({k: p[k] for k in keys})
+        if not isinstance(p["learning_rate"], str):  # the composition regime chose its step size
+            out["learning_rate"] = p["learning_rate"]
         if out["batching"] == "full":
             out["batch_size"] = None
         return out
