@@ -357,3 +357,40 @@ def test_an_unsampled_run_composes_with_the_query_in_gdp_exactly():
     mu = math.sqrt(50) / 10.0  # 50 Gaussians of noise / sensitivity 20/2
     assert epsilon_with_gaussian_query(run, 1e-5, 0.3) == pytest.approx(gdp_epsilon(math.hypot(mu, 0.3), 1e-5),
                                                                           rel=1e-12)
+
+
+def test_the_pld_composed_certificate_is_not_undercut_by_the_exact_pair_of_a_linear_instance():
+    """Exact attack: the 1-D linear construction (slopes ±L, replace-one) under a Poisson run,
+    released together with a μ_q-GDP Gaussian query answer.  The joint law of (ω_T, answer) on
+    D and D' is the product of the propagated law of ω_T (:func:`noisysgd.audit.exact.at_1d_law`)
+    and N(0, 1) vs N(μ_q, 1), so its (ε, δ) curve is computed exactly on a grid: the composed
+    certificate must not fall below it (here it is within 1e-3 of it: the bound is tight on this
+    instance), while a certificate that counted half the query's μ would (2.77 against 4.86)."""
+    from scipy import special
+
+    from noisysgd.analyses.composition import epsilon_with_gaussian_query
+    from noisysgd.audit.adversaries import at_1d_run
+    from noisysgd.audit.exact import at_1d_law
+
+    mu_q, delta = 1.0, 1e-5
+    run = at_1d_run(n=10, batch_size=2, batching="poisson", steps=20, learning_rate=1.0, noise_multiplier=4.0,
+                    diameter=400.0)  # no projection within reach: the linear instance
+    p, q = (at_1d_law(run, dataset=d, cells=2000).masses for d in ("D", "D'"))
+
+    def gaussian(mean):
+        cdf = special.ndtr(np.linspace(-9.0, 9.0 + mu_q, 1501) - mean)
+        masses = np.diff(cdf)
+        masses[0] += cdf[0]
+        masses[-1] += 1.0 - cdf[-1]
+        return masses
+
+    P, Q = np.outer(p, gaussian(0.0)).ravel(), np.outer(q, gaussian(mu_q)).ravel()
+
+    def joint_delta(eps):
+        e = math.exp(eps)
+        return max(np.maximum(Q - e * P, 0.0).sum(), np.maximum(P - e * Q, 0.0).sum())
+
+    certified = epsilon_with_gaussian_query(run, delta, mu_q)
+    assert joint_delta(certified) <= delta  # the exact pair is within the certificate
+    assert joint_delta(certified - 1e-3) > delta  # ... and the certificate is tight to 1e-3
+    assert joint_delta(epsilon_with_gaussian_query(run, delta, mu_q / 2)) > delta  # the test has teeth

@@ -199,8 +199,9 @@ def _regime_why(c: dict) -> str:
     if c.get("regime") == "amplified composition":
         step = ("its step size chosen for optimisation (the smooth bound's 1/(M + λ + √(VT/2)/B)), free of any "
                 "contraction limit" if c.get("optimal_step") else "its step size the smoothness rule")
-        return (f"regime: amplified composition (DP-SGD's: Poisson batches, {step}; "
-                f"{c.get('analysis') or 'composition'} certifies every iterate), its proxy the smallest")
+        return (f"regime: amplified composition (DP-SGD's: Poisson batches, {step}; every iterate covered, "
+                f"calibrated in the search by {c.get('analysis') or 'composition'}, certified by the run's best "
+                "bound), its proxy the smallest")
     if c.get("regime") == "hidden state":
         return (f"regime: hidden state (only the last iterate released; {c.get('analysis')} certifies it, "
                 "the step size under its contraction limit), its proxy the smallest")
@@ -210,12 +211,18 @@ def _regime_why(c: dict) -> str:
     return "regime: the given noise multiplier"
 
 
+def _variance(*, n: int, p: int, b: int, z: float, L: float) -> float:
+    """V = p(zL/b)² + L²/b: the privacy noise on p coordinates of std zL/b each, plus the sampling
+    variance of a batch of b per-example gradients of norm ≤ L (0 for a full batch)."""
+    return p * (z * L / b) ** 2 + (L * L / b if b < n else 0.0)
+
+
 def proxy_terms(*, n: int, p: int, b: int, steps: int, eta: float, lam: float, z: float, L: float,
                 M: float, B: float) -> dict:
     """The terms of the utility proxy (module docstring) for one run: the smaller
     of the strongly convex and the convex bound on the regularized excess risk,
     plus the bias λB²/2 of the regularization."""
-    V = p * (z * L / b) ** 2 + (L * L / b if b < n else 0.0)
+    V = _variance(n=n, p=p, b=b, z=z, L=L)
     # convex bound (any λ >= 0): B²/(2ηT) + η G²/2, G² = (L + λB)² + p(zL/b)²
     convex = (B * B / (2.0 * eta * steps), 0.5 * eta * ((L + lam * B) ** 2 + p * (z * L / b) ** 2))
     bounds = {"convex": convex}
@@ -447,7 +454,7 @@ def _composition_row(ctx: _Search, b, epochs, lam, analyses, rel_tol) -> dict:
         steps = Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching="poisson", learning_rate=1.0,
                                 noise_multiplier=z, lipschitz=L, adjacency=ctx.adjacency).steps
     base = 0.5 / M
-    V = p * (z * L / b) ** 2 + (L * L / b if b < n else 0.0)
+    V = _variance(n=n, p=p, b=b, z=z, L=L)
     # Bubeck 2015, Thm 6.3 (smooth convex SGD, variance V): η = 1/(M + λ + 1/γ), γ = (B/√V)·√(2/T)
     eta = 1.0 / (M + math.sqrt(V * steps / 2.0) / B)
     eta = min(max(eta, base / STEP_RANGE), base * STEP_RANGE)
