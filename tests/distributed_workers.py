@@ -178,3 +178,9 @@ def _threads_worker(rank, world, out_dir):
     with open(os.path.join(out_dir, f"threads{rank}.json"), "w") as f:
         json.dump({"env": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
                    "blas": pools}, f)
+
+
+def _oserror_worker(rank, world):
+    """A rank whose data cannot be mapped (what ENOMEM under an address-space limit raises)."""
+    raise OSError("data: X of big.npz could not be memory-mapped (Cannot allocate memory): raise the "
+                  "process's address-space limit")

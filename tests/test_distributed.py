@@ -35,6 +35,7 @@ from noisysgd.train.distributed import (  # noqa: E402
     train_distributed,
 )
 from distributed_workers import (  # noqa: E402
+    _oserror_worker,
     _threads_worker,
     KILL_AT,
     KILL_STEPS,
@@ -277,3 +278,13 @@ def test_local_workers_start_with_one_blas_thread_each(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     assert launch_local(_threads_worker, 1, (str(tmp_path),), timeout=20) == [0]
     assert json.loads((tmp_path / "threads0.json").read_text())["env"]["OPENBLAS_NUM_THREADS"] == "2"
+
+
+def test_a_worker_refused_by_the_machine_prints_one_line_not_a_traceback(capfd):
+    """Issue 28 §6: an OSError in a spawned worker (X not mappable under `prlimit --as`) is one
+    error line on stderr and exit code 1, as the single-process command prints it."""
+    assert launch_local(_oserror_worker, 1, (), timeout=20) == [1]
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == ["noisysgd: error: data: X of big.npz could not be memory-mapped (Cannot allocate memory): "
+                     "raise the process's address-space limit"]

@@ -97,7 +97,7 @@ def cmd_train_distributed(args, env) -> int:
                             timeout=datetime.timedelta(seconds=args.timeout))
     try:
         _train_rank(rank, world, args, str(out))
-    except DistributedError as err:
+    except (DistributedError, OSError) as err:
         print(f"noisysgd train: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
     finally:

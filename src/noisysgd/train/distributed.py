@@ -779,7 +779,9 @@ def _local_worker(rank, world, port, timeout_s, fn, args, prog="noisysgd", refus
                 dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - a dead peer may make the teardown fail too
                 pass
-    except (ValueError, RuntimeError) as err:
+    except (ValueError, RuntimeError, OSError) as err:
+        # OSError: what the machine refused (a file that cannot be memory-mapped under an
+        # address-space limit, a full disk): one line, as for a refusal, never a traceback
         msg = " ".join(str(err).split()) or type(err).__name__
         code = 2 if isinstance(err, ValueError) else 1
         if not (code == 2 and refusals_from_rank0 and rank != 0):  # a refusal is the same on every rank
