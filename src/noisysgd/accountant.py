@@ -751,21 +751,27 @@ def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Cal
 
     The answer lies between the training calibrated *alone* to the whole target (no composed
     bound can be below its training part's own bound at the same δ: √(μ² + μ_q²) ≥ μ, an added
-    RDP term ≥ 0, and basic composition adds ε_q) and ``cal``'s noise; bisection in log z
-    (each composed ε is non-increasing in z).  The returned z was evaluated and met the total."""
+    RDP term ≥ 0, and basic composition adds ε_q) and ``cal``'s noise; the bracket is shrunk
+    as :func:`calibrate` shrinks its own (:func:`_shrink`: interpolation in log ε against log z,
+    alternating with bisection; each composed ε is non-increasing in z).  The returned z was
+    evaluated and met the total."""
     total, delta_total = cal.target_epsilon + query["epsilon"], cal.delta + query["delta"]
-    hi, hi_report = cal.noise_multiplier, cal.report
+    hi = cal.noise_multiplier
     evaluations = cal.evaluations
 
-    def at(z):
+    def at(z) -> _Eps:
         nonlocal evaluations
         evaluations += 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = epsilon(run.replace(noise_multiplier=z), delta=cal.delta, analyses=analyses)
-        return r, composed_epsilon(r, query)
+        return _Eps(composed_epsilon(r, query))
 
-    if composed_epsilon(hi_report, query) > total * (1 + 1e-12):  # cannot happen (basic composition)
+    def meets(c: _Eps) -> bool:
+        return c.epsilon <= total
+
+    hi_c = _Eps(composed_epsilon(cal.report, query))
+    if not meets(_Eps(hi_c.epsilon / (1 + 1e-12))):  # cannot happen (basic composition)
         return cal
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -774,15 +780,10 @@ def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Cal
     lo = alone.noise_multiplier / (1 + cal.rel_tol)
     if lo >= hi:
         return cal
-    r, e = at(lo)
-    if e <= total:  # (only if the bounds are not monotone): take it, it was evaluated and meets
-        hi, hi_report, lo = lo, r, None
-    while lo is not None and hi / lo > 1 + cal.rel_tol:
-        mid = math.sqrt(hi * lo)
-        r, e = at(mid)
-        if e <= total:
-            hi, hi_report = mid, r
-        else:
-            lo = mid
+    lo_c = at(lo)
+    if meets(lo_c):  # (only if the bounds are not monotone): take it, it was evaluated and meets
+        hi = lo
+    else:
+        hi, _, _ = _shrink(at, meets, lo, lo_c.epsilon, hi, hi_c, cal.rel_tol, total)
     final = epsilon(run.replace(noise_multiplier=hi), delta=cal.delta, analyses=analyses)  # warnings as usual
     return Calibration(hi, cal.target_epsilon, cal.delta, final, cal.rel_tol, evaluations + 1)
