@@ -394,3 +394,23 @@ def test_the_pld_composed_certificate_is_not_undercut_by_the_exact_pair_of_a_lin
     assert joint_delta(certified) <= delta  # the exact pair is within the certificate
     assert joint_delta(certified - 1e-3) > delta  # ... and the certificate is tight to 1e-3
     assert joint_delta(epsilon_with_gaussian_query(run, delta, mu_q / 2)) > delta  # the test has teeth
+
+
+def test_the_composed_calibration_placed_on_the_coarse_grid_is_the_smallest_noise_to_the_tolerance():
+    """Issue 28 §4: calibrate_composed places the answer with the query composed on the PLD's
+    coarser search grid, then decides it on the certificate's: the noise it returns meets the
+    total composed ε on the certificate's grid, and z/(1 + tol) does not."""
+    from noisysgd.accountant import calibrate_composed
+    from noisysgd.analyses.composition import epsilon_with_gaussian_query
+
+    run = noisysgd.Run.from_epochs(epochs=10, n=20000, batch_size=1000, batching="poisson", learning_rate=0.1,
+                                   noise_multiplier=1.0, lipschitz=1.0)
+    mu_q, dq = 0.1, 1e-6
+    query = {"mu": mu_q, "epsilon": gdp_epsilon(mu_q, dq), "delta": dq}
+    share, delta = 1.0 - query["epsilon"], 1e-5 - dq
+    cal = noisysgd.calibrate(run, epsilon=share, delta=delta)
+    composed = calibrate_composed(run, cal, query, None)
+    z, tol, total = composed.noise_multiplier, composed.rel_tol, 1.0
+    assert z < cal.noise_multiplier  # composing natively needs less noise than the basic split
+    assert epsilon_with_gaussian_query(run.replace(noise_multiplier=z), 1e-5, mu_q) <= total
+    assert epsilon_with_gaussian_query(run.replace(noise_multiplier=z / (1 + tol)), 1e-5, mu_q) > total

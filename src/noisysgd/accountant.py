@@ -476,8 +476,12 @@ def _place_then_decide(coarse, fine, meets, start, start_coarse, tol, zmax, targ
     if not meets(hi_report):  # (the coarse grid rounded below the fine one: not expected) search on fine
         z, _, _ = _bisect_noise(fine, meets, zc, hi_report, tol, zmax, target, d)
         return z
-    z, _, _ = _bisect_noise(fine, meets, zc, hi_report, tol, zmax, target, d,
-                            factor=1.0 + max(2.0 * tol, _PLACE_TOL))
+    below = zc / (1.0 + max(2.0 * tol, _PLACE_TOL))
+    r = fine(below)
+    if meets(r):  # the fine answer lies further below than the grids explain: the general search
+        z, _, _ = _bisect_noise(fine, meets, below, r, tol, zmax, target, d)
+        return z
+    z, _, _ = _shrink(fine, meets, below, _eps_or_inf(r), zc, hi_report, tol, target)
     return z
 
 
@@ -773,6 +777,19 @@ def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Cal
     hi_c = _Eps(composed_epsilon(cal.report, query))
     if not meets(_Eps(hi_c.epsilon / (1 + 1e-12))):  # cannot happen (basic composition)
         return cal
+    if (query.get("mu") is not None and cal.report.best is not None
+            and cal.report.best.analysis == "composition-pld" and _pld_is_expensive(run)):
+        # the PLD decides: place the answer with the query composed on its coarser search grid
+        # (~15× cheaper), then decide it with every analysis composed on the certificate's grid
+        from .analyses.composition import epsilon_with_gaussian_query
+
+        def coarse(z) -> _Eps:
+            return _Eps(epsilon_with_gaussian_query(run.replace(noise_multiplier=z), delta_total, query["mu"],
+                                                    coarsening=ANALYSES["composition-pld"].search_coarsening))
+
+        z = _place_then_decide(coarse, at, meets, hi, None, cal.rel_tol, math.inf, total, delta_total, factor=1.25)
+        final = epsilon(run.replace(noise_multiplier=z), delta=cal.delta, analyses=analyses)
+        return Calibration(z, cal.target_epsilon, cal.delta, final, cal.rel_tol, evaluations + 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         alone = calibrate(run, epsilon=total, delta=delta_total, analyses=analyses, rel_tol=cal.rel_tol)

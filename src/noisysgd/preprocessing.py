@@ -273,8 +273,10 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     from .train.losses import _row_norms
 
     X = np.asarray(X, dtype=np.float64)
-    check_declared_constants(feature_clip=radius, row_norms=_row_norms(X), stacklevel=4)
-    X = clip_rows(X, radius)
+    norms = _row_norms(X)
+    check_declared_constants(feature_clip=radius, row_norms=norms, stacklevel=4)
+    # Σ_i clip_R(x_i) = Σ_i s_i·x_i, s_i = min(1, R/‖x_i‖): one product, no clipped copy of X
+    clipped_sum = (radius / np.maximum(norms, radius)) @ X
     n, d = X.shape
     if adjacency not in ("replace", "add-remove"):
         raise ValueError(f"adjacency must be 'replace' or 'add-remove'. Found {adjacency!r}.")
@@ -284,13 +286,13 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     if adjacency == "replace":
         sens = 2.0 * radius / n
         sigma = sens / mu
-        mean = X.mean(axis=0) + sigma * rng.standard_normal(d)
+        mean = clipped_sum / n + sigma * rng.standard_normal(d)
         sigma_mean = sigma
         query = f"Gaussian mean of the rows clipped to norm {radius:g}, L2 sensitivity 2R/n = {sens:.4g}"
     else:
         sens = math.sqrt(2.0) * radius
         sigma = sens / mu
-        noisy = np.append(X.sum(axis=0), n * radius) + sigma * rng.standard_normal(d + 1)
+        noisy = np.append(clipped_sum, n * radius) + sigma * rng.standard_normal(d + 1)
         count = max(noisy[-1] / radius, 1.0)
         mean = noisy[:-1] / count
         sigma_mean = sigma / count

@@ -319,19 +319,21 @@ def _pld_epsilon(q: float, sigma: float, count: int, delta: float, interval: flo
     return eps if math.isfinite(eps) else math.inf
 
 
-def epsilon_with_gaussian_query(run: Run, delta: float, mu_query: float) -> float:
+def epsilon_with_gaussian_query(run: Run, delta: float, mu_query: float, coarsening: float = 1) -> float:
     """ε(δ) of ``run``'s composition (:class:`CompositionPLD`) composed with a μ_q-GDP Gaussian
     query answered on the same data (a private preprocessing query), by dp_accounting's PLD:
     the query's pair N(0, 1) vs N(μ_q, 1) composed onto the run's, each with pessimistic
     rounding.  Composing dominating pairs gives a dominating pair of the adaptive composition
     (Zhu, Dong & Wang 2022, Theorem 10), so this holds when the run depends on the query's
-    answer.  Unsampled runs are one Gaussian, √(μ² + μ_q²)-GDP (Dong, Roth & Su 2022, Cor. 3.3)."""
+    answer.  Unsampled runs are one Gaussian, √(μ² + μ_q²)-GDP (Dong, Roth & Su 2022, Cor. 3.3).
+    ``coarsening``: the grid that many times coarser (a calibration's search grid,
+    :meth:`CompositionPLD.search_epsilon`), never a certificate."""
     from dp_accounting.pld import privacy_loss_distribution
 
     kind, count, q, sigma = _mechanism(run)
     if kind not in _SAMPLED:
         return gdp_epsilon(math.hypot(math.sqrt(count) / sigma, mu_query), float(delta))
-    interval = CompositionPLD().interval(run)
+    interval = CompositionPLD().interval(run) * coarsening
     pld = privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
         _one_step_pld(q, sigma, interval, kind == "sampled-gaussian-replace-one").self_compose(count))
     pld = pld.compose(privacy_loss_distribution.from_gaussian_mechanism(
