@@ -310,13 +310,29 @@ def _pld_epsilon(q: float, sigma: float, count: int, delta: float, interval: flo
     ``_sampled_event(q, σ, count, replace_one)`` (with the matching neighboring
     relation), with the one-step PLD shared.  Cached: calibration and planning
     ask for the same points again."""
+    eps = float(_composed_pld(q, sigma, count, interval, replace_one).get_epsilon_for_delta(delta))
+    return eps if math.isfinite(eps) else math.inf
+
+
+@functools.lru_cache(maxsize=8)
+def _composed_pld(q: float, sigma: float, count: int, interval: float, replace_one: bool = False):
+    """The PLD of ``count`` composed steps (:func:`_pld_epsilon`), kept for the few noise levels a
+    calibration is at: ε at another δ, or composed with a preprocessing query
+    (:func:`epsilon_with_gaussian_query`), reuses it."""
     from dp_accounting.pld import privacy_loss_distribution
 
     # composed onto the identity PLD, exactly as PLDAccountant does (same float rounding)
-    pld = privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
+    return privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
         _one_step_pld(q, sigma, interval, replace_one).self_compose(count))
-    eps = float(pld.get_epsilon_for_delta(delta))
-    return eps if math.isfinite(eps) else math.inf
+
+
+@functools.lru_cache(maxsize=16)
+def _gaussian_query_pld(mu_query: float, interval: float):
+    """The PLD of a μ_q-GDP Gaussian query: the pair N(0, 1) vs N(μ_q, 1), pessimistic rounding."""
+    from dp_accounting.pld import privacy_loss_distribution
+
+    return privacy_loss_distribution.from_gaussian_mechanism(
+        standard_deviation=1.0 / mu_query, sensitivity=1.0, value_discretization_interval=interval)
 
 
 def epsilon_with_gaussian_query(run: Run, delta: float, mu_query: float, coarsening: float = 1) -> float:
@@ -328,15 +344,11 @@ def epsilon_with_gaussian_query(run: Run, delta: float, mu_query: float, coarsen
     answer.  Unsampled runs are one Gaussian, √(μ² + μ_q²)-GDP (Dong, Roth & Su 2022, Cor. 3.3).
     ``coarsening``: the grid that many times coarser (a calibration's search grid,
     :meth:`CompositionPLD.search_epsilon`), never a certificate."""
-    from dp_accounting.pld import privacy_loss_distribution
-
     kind, count, q, sigma = _mechanism(run)
     if kind not in _SAMPLED:
         return gdp_epsilon(math.hypot(math.sqrt(count) / sigma, mu_query), float(delta))
     interval = CompositionPLD().interval(run) * coarsening
-    pld = privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
-        _one_step_pld(q, sigma, interval, kind == "sampled-gaussian-replace-one").self_compose(count))
-    pld = pld.compose(privacy_loss_distribution.from_gaussian_mechanism(
-        standard_deviation=1.0 / mu_query, sensitivity=1.0, value_discretization_interval=interval))
+    pld = _composed_pld(run.sampling_rate, sigma, count, interval, kind == "sampled-gaussian-replace-one")
+    pld = pld.compose(_gaussian_query_pld(float(mu_query), interval))
     eps = float(pld.get_epsilon_for_delta(float(delta)))
     return eps if math.isfinite(eps) else math.inf

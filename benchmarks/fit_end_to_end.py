@@ -1,0 +1,107 @@
+"""A private fit end to end against plain numpy SGD on the same work (issue 28 §4).
+
+The same data (60,000 × 784 in [0, 1), 10 classes), the same amount of work (SGD steps of
+batches of 256 for the given epochs, softmax, lr 1), in one process, best of ``--repeats``:
+
+* ``numpy SGD``: minibatch SGD written out here (rows clipped to norm 1 once, a fresh
+  permutation per epoch; gather, forward, softmax derivative, backward, update): the floor.
+* ``fit (fixed run)``: ``NoisySGDClassifier(epsilon=1, batching="poisson", batch_size=256,
+  epochs=E, learning_rate=1, alpha=1e-5)``: validation, the private mean (centering), the
+  calibration of the noise for the model and the mean together, training, the certificate.
+* ``fit, center=None``: the same without the private mean (no query, one calibration).
+* ``fit (defaults)``: ``NoisySGDClassifier(epsilon=1)``: the configuration search as well
+  (it chooses its own epochs: the ratio is per call, not per epoch).
+
+Prints each time and its ratio to numpy SGD; writes ``--json``.  Not a test::
+
+    python benchmarks/fit_end_to_end.py [--epochs 5,30] [--json benchmarks/results/fit_end_to_end.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+N, D, K, B = 60_000, 784, 10, 256
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.random((N, D))
+    W = rng.normal(size=(D, K))
+    y = np.argmax(X @ W + 3.0 * rng.normal(size=(N, K)), axis=1)
+    return X, y
+
+
+def numpy_sgd(X, y, epochs: int, lr: float = 1.0):
+    Xc = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    theta = np.zeros((D + 1, K))
+    rng = np.random.default_rng(1)
+    rows = np.arange(B)
+    for _ in range(epochs):
+        perm = rng.permutation(N)
+        for s in range(0, N - B + 1, B):
+            idx = perm[s:s + B]
+            xb = Xc[idx]
+            z = xb @ theta[:-1] + theta[-1]
+            z -= z.max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            p[rows, y[idx]] -= 1.0
+            theta[:-1] -= lr * (xb.T @ p) / B
+            theta[-1] -= lr * p.mean(axis=0)
+    return theta
+
+
+def _best(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--epochs", default="5,30")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    from noisysgd import NoisySGDClassifier
+
+    X, y = _data()
+    classes = list(range(K))
+    out = {"machine": f"{platform.machine()}, Python {platform.python_version()}", "n": N, "d": D,
+           "batch_size": B, "rows": {}}
+    for epochs in (int(e) for e in args.epochs.split(",")):
+        fixed = dict(epsilon=1.0, batching="poisson", batch_size=B, epochs=epochs, learning_rate=1.0, alpha=1e-5,
+                     classes=classes, random_state=0)
+        runs = {
+            "numpy SGD": lambda: numpy_sgd(X, y, epochs),
+            "fit (fixed run)": lambda: NoisySGDClassifier(**fixed).fit(X, y),
+            "fit, center=None": lambda: NoisySGDClassifier(**fixed, center=None).fit(X, y),
+        }
+        times = {k: _best(f, args.repeats) for k, f in runs.items()}
+        floor = times["numpy SGD"]
+        print(f"{epochs} epochs of batches of {B} on {N} x {D}:")
+        for k, t in times.items():
+            print(f"  {k:<20} {t:7.2f} s  {t / floor:5.2f}x numpy SGD")
+        out["rows"][str(epochs)] = {k: {"seconds": t, "ratio_to_numpy": t / floor} for k, t in times.items()}
+    t = _best(lambda: NoisySGDClassifier(epsilon=1.0, classes=classes, random_state=0).fit(X, y), args.repeats)
+    print(f"  fit (defaults, its own configuration) {t:.2f} s")
+    out["defaults_seconds"] = t
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
