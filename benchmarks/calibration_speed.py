@@ -61,7 +61,11 @@ def _pld_calibration_vs_dp_accounting(epochs: int = 10, repeat: int = 3) -> dict
     import noisysgd
     from noisysgd.analyses import composition as comp
 
+    from noisysgd import rdp
+
     def cold():
+        rdp._replace_one_cached.cache_clear()
+        rdp._replace_one_pieces.cache_clear()
         comp._pld_epsilon.cache_clear()
         comp._one_step_pld.cache_clear()
         comp._composed_pld.cache_clear()
