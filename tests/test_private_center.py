@@ -414,3 +414,26 @@ def test_the_composed_calibration_placed_on_the_coarse_grid_is_the_smallest_nois
     assert z < cal.noise_multiplier  # composing natively needs less noise than the basic split
     assert epsilon_with_gaussian_query(run.replace(noise_multiplier=z), 1e-5, mu_q) <= total
     assert epsilon_with_gaussian_query(run.replace(noise_multiplier=z / (1 + tol)), 1e-5, mu_q) > total
+
+
+@pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
+def test_the_total_calibrated_directly_is_the_smallest_noise_to_the_tolerance(adjacency):
+    """Issue 28 §4: calibrate_with_query calibrates the PLD composed with the query to the total
+    directly (no basic-composition share first): its noise meets the total as the certificate
+    composes it (every analysis), z/(1 + tol) misses it, and it agrees with the two-stage
+    calibration (share, then calibrate_composed) to the tolerance."""
+    from noisysgd.accountant import calibrate_composed, calibrate_with_query, composed_epsilon
+
+    run = noisysgd.Run.from_epochs(epochs=10, n=20000, batch_size=1000, batching="poisson", learning_rate=0.1,
+                                   noise_multiplier=1.0, lipschitz=1.0, adjacency=adjacency)
+    mu_q, dq = 0.1, 1e-6
+    query = {"mu": mu_q, "epsilon": gdp_epsilon(mu_q, dq), "delta": dq}
+    share, delta, tol = 1.0 - query["epsilon"], 1e-5 - dq, 1e-4
+    direct = calibrate_with_query(run, epsilon=share, delta=delta, query=query, rel_tol=tol)
+    z = direct.noise_multiplier
+    assert direct.target_epsilon == share and direct.delta == delta
+    assert composed_epsilon(direct.report, query) <= 1.0
+    below = noisysgd.epsilon(run.replace(noise_multiplier=z / (1 + tol)), delta=delta)
+    assert composed_epsilon(below, query) > 1.0
+    two_stage = calibrate_composed(run, noisysgd.calibrate(run, epsilon=share, delta=delta, rel_tol=tol), query, None)
+    assert z == pytest.approx(two_stage.noise_multiplier, rel=2 * tol)

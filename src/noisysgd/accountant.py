@@ -48,6 +48,7 @@ __all__ = [
     "compose_query",
     "composed_epsilon",
     "calibrate_composed",
+    "calibrate_with_query",
 ]
 
 #: The pseudo-analysis name for "every analysis, and the tightest sound bound".
@@ -738,6 +739,62 @@ def composed_epsilon(report: EpsilonReport, query: dict) -> float:
     if report.best is None:
         return math.inf
     return compose_query({}, report.epsilon, report.delta, report.run.adjacency, query, report=report)[0]
+
+
+def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict, analyses=None,
+                         rel_tol: float = 1e-4) -> Calibration:
+    """The smallest noise multiplier (to ``rel_tol``) at which ``run`` composed with the private
+    preprocessing ``query`` (:func:`compose_query`) meets ``epsilon`` + the query's ε at
+    ``delta`` + the query's δ (``epsilon``, ``delta``: the training's share, as recorded).
+
+    Where the PLD of sampled batches can decide and the query is a Gaussian (μ_q), the total is
+    calibrated directly: the PLD composed with the query is placed on its coarser search grid
+    and decided on the certificate's (:func:`_place_then_decide`), then every analysis, composed
+    as the certificate composes them, is asked once just below that answer and bisected below
+    it only if it meets there — no calibration to a basic-composition share first.  Otherwise
+    the training is calibrated to its share and :func:`calibrate_composed` lowers the noise.
+    Either way the returned z was evaluated and met the total (the certificate's composition),
+    and z/(1 + rel_tol) missed it."""
+    names = _names(analyses)
+    if (query.get("mu") is None or not (BEST in names or "composition-pld" in names)
+            or not _pld_is_expensive(run)):
+        return calibrate_composed(run, calibrate(run, epsilon=epsilon, delta=delta, analyses=analyses,
+                                                 rel_tol=rel_tol), query, analyses)
+    from .analyses.composition import epsilon_with_gaussian_query
+
+    total, delta_total, mu = epsilon + query["epsilon"], delta + query["delta"], query["mu"]
+    coarsening = ANALYSES["composition-pld"].search_coarsening
+    evaluations = 0
+
+    def pld(z: float, grid: float = 1) -> _Eps:
+        nonlocal evaluations
+        evaluations += 1
+        return _Eps(epsilon_with_gaussian_query(run.replace(noise_multiplier=z), delta_total, mu, coarsening=grid))
+
+    def at(z: float) -> _Eps:  # every analysis, composed with the query as the certificate composes it
+        nonlocal evaluations
+        evaluations += 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _Eps(composed_epsilon(_report(run.replace(noise_multiplier=z), delta=delta,
+                                                 analyses=analyses), query))
+
+    def meets(c: _Eps) -> bool:
+        return c.epsilon <= total
+
+    start = 1.0 if run.noise_multiplier is None else max(run.noise_multiplier, 1e-3)
+    try:
+        z = _place_then_decide(lambda x: pld(x, coarsening), pld, meets, start, None, rel_tol, 1e6, total,
+                               delta_total)
+    except ValueError:  # the PLD never meets the total: perhaps another analysis does
+        return calibrate_composed(run, calibrate(run, epsilon=epsilon, delta=delta, analyses=analyses,
+                                                 rel_tol=rel_tol), query, analyses)
+    below = z / (1.0 + rel_tol)
+    r = at(below)
+    if meets(r):  # another analysis (or the RDP minimum) beats the PLD below its answer
+        z, _, _ = _bisect_noise(at, meets, below, r, rel_tol, 1e6, total, delta_total)
+    final = _report(run.replace(noise_multiplier=z), delta=delta, analyses=analyses)  # warnings as usual
+    return Calibration(z, epsilon, delta, final, rel_tol, evaluations + 1)
 
 
 def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Calibration:

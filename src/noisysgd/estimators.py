@@ -379,7 +379,7 @@ class _NoisySGDBase(BaseEstimator):
         composition bound because every hidden-state analysis refused the run,
         naming the choice that lost them and the noise factor it costs (each alternative
         calibrated as the run was: to the total composed with the preprocessing ``query``)."""
-        from .accountant import calibrate_composed
+        from .accountant import calibrate_with_query
 
         report = fit.report
         best = report.best
@@ -429,10 +429,12 @@ class _NoisySGDBase(BaseEstimator):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    cal = calibrate(alt, epsilon=p["epsilon"], delta=report.delta, analyses=self.analysis,
-                                    rel_tol=1e-2)
-                    if query is not None:
-                        cal = calibrate_composed(alt, cal, query, self.analysis)
+                    if query is None:
+                        cal = calibrate(alt, epsilon=p["epsilon"], delta=report.delta, analyses=self.analysis,
+                                        rel_tol=1e-2)
+                    else:
+                        cal = calibrate_with_query(alt, epsilon=p["epsilon"], delta=report.delta, query=query,
+                                                   analyses=self.analysis, rel_tol=1e-2)
             except ValueError:
                 continue
             if cal.report.best is None or cal.report.best.analysis in BASELINES:

@@ -17,7 +17,7 @@ composition of five steps, each a function of frozen values:
 2. the preprocessing queries are answered by the caller
    (:mod:`noisysgd.preprocessing`) and passed in ``Privacy.query``;
 3. :func:`calibrate_run` — the noise multiplier for the target, composed with
-   the query (:func:`noisysgd.accountant.calibrate_composed`: the accountant's
+   the query (:func:`noisysgd.accountant.calibrate_with_query`: the accountant's
    job), or the given noise's report, or the one a resumed checkpoint recorded;
 4. :func:`execute` — the engine (:func:`noisysgd.train.train`, or the
    data-parallel trainer) on exactly that run, refusing unless every analysis
@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import __version__
-from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_composed, compose_query, composed_epsilon,
+from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_with_query, compose_query, composed_epsilon,
                          epsilon)
 from .run import (ADD_REMOVE_BATCHINGS, ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer,
                   _real, add_remove_refusal)
@@ -453,9 +453,10 @@ def calibrate_run(run: Run, privacy: Privacy, recorded: dict | None = None, chec
         return Calibrated(run, report, Calibration(cal["noise_multiplier"], target, d, report, cal["rel_tol"],
                                                    cal["evaluations"]))
     if target is not None:
-        calibration = calibrate(run, epsilon=target, delta=d, analyses=analyses)
-        if query is not None:
-            calibration = calibrate_composed(run, calibration, query, analyses)
+        if query is None:
+            calibration = calibrate(run, epsilon=target, delta=d, analyses=analyses)
+        else:
+            calibration = calibrate_with_query(run, epsilon=target, delta=d, query=query, analyses=analyses)
         return Calibrated(run.replace(noise_multiplier=calibration.noise_multiplier), calibration.report,
                           calibration)
     report = epsilon(run, delta=d, analyses=analyses)
