@@ -49,18 +49,17 @@ naming the choice and the noise factor.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import os
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-import dataclasses
-import warnings
-
-from .accountant import calibrate
+from .accountant import calibrate, calibrate_with_query
 from .config import CompositionFallbackWarning, configure
 from .planning import BASELINES
 from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
@@ -172,6 +171,10 @@ def _check_int(estimator, name, value, *, low=1, optional=False, auto=False):
             what += " or None" if optional else " or 'auto'"
         raise _param_error(estimator, name, value, what)
     return int(value)
+
+
+#: rows scored at a time by predict and decision_function (the temporaries are a block's)
+_SCORE_ROWS = 1 << 13
 
 
 class _NoisySGDBase(BaseEstimator):
@@ -379,8 +382,6 @@ class _NoisySGDBase(BaseEstimator):
         composition bound because every hidden-state analysis refused the run,
         naming the choice that lost them and the noise factor it costs (each alternative
         calibrated as the run was: to the total composed with the preprocessing ``query``)."""
-        from .accountant import calibrate_with_query
-
         report = fit.report
         best = report.best
         if best is None or best.analysis not in BASELINES:
@@ -481,8 +482,12 @@ class _NoisySGDBase(BaseEstimator):
         return Run.from_epochs(epochs=epochs, **fields)
 
     def _scores(self, X):
+        """Scores of the rows as trained on (scaled, centered, clipped), a block at a time (issue 28 §4)."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        return np.concatenate([self._block_scores(X[i:i + _SCORE_ROWS]) for i in range(0, X.shape[0], _SCORE_ROWS)])
+
+    def _block_scores(self, X):
         if getattr(self, "_feature_range", None) is not None:
             X = scale_to_ball(X, self._feature_range, self._feature_clip)
         if getattr(self, "_center", None) is not None:

@@ -237,8 +237,11 @@ def clip_rows(X, radius: float) -> np.ndarray:
 
 def center_rows(X, center, radius: float) -> np.ndarray:
     """clip_radius(x) − ``center`` for every row: the map ``center="private"`` applies before the
-    trainer's own clip, in fit and in predict alike (:func:`private_center`)."""
-    return clip_rows(X, radius) - center
+    trainer's own clip, in fit and in predict alike (:func:`private_center`).  One new array:
+    the clipped copy, centered in place."""
+    out = clip_rows(X, radius)
+    out -= center
+    return out
 
 
 def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None) -> tuple:
