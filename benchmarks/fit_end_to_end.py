@@ -12,7 +12,9 @@ batches of 256 for the given epochs, softmax, lr 1), in one process, best of ``-
 * ``fit (defaults)``: ``NoisySGDClassifier(epsilon=1)``: the configuration search as well
   (it chooses its own epochs: the ratio is per call, not per epoch).
 
-Prints each time and its ratio to numpy SGD; writes ``--json``.  Not a test::
+Prints each time and its ratio to numpy SGD, and the memory each fit allocates beyond the data
+(tracemalloc's peak over the call, in units of X's size, one separate call: the caches of the
+accountant count too); writes ``--json``.  Not a test::
 
     python benchmarks/fit_end_to_end.py [--epochs 5,30] [--json benchmarks/results/fit_end_to_end.json]
 """
@@ -68,6 +70,18 @@ def _best(fn, repeats: int) -> float:
     return best
 
 
+def _peak_over_data(fn, nbytes: int) -> float:
+    """tracemalloc's peak during ``fn()`` (numpy reports its buffers to it), over ``nbytes``."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / nbytes
+    finally:
+        tracemalloc.stop()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--epochs", default="5,30")
@@ -95,6 +109,11 @@ def main(argv=None) -> int:
         for k, t in times.items():
             print(f"  {k:<20} {t:7.2f} s  {t / floor:5.2f}x numpy SGD")
         out["rows"][str(epochs)] = {k: {"seconds": t, "ratio_to_numpy": t / floor} for k, t in times.items()}
+        if epochs == min(int(e) for e in args.epochs.split(",")):
+            peaks = {k: _peak_over_data(runs[k], X.nbytes) for k in ("fit (fixed run)", "fit, center=None")}
+            for k, v in peaks.items():
+                print(f"  {k:<20} allocates at most {v:.2f}x the data ({X.nbytes / 2**20:.0f} MiB)")
+            out["peak_allocation_over_data"] = peaks
     t = _best(lambda: NoisySGDClassifier(epsilon=1.0, classes=classes, random_state=0).fit(X, y), args.repeats)
     print(f"  fit (defaults, its own configuration) {t:.2f} s")
     out["defaults_seconds"] = t

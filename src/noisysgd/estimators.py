@@ -371,7 +371,7 @@ class _NoisySGDBase(BaseEstimator):
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
             secure_mode=self.secure_mode, recorded=recorded)
         if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-            X = center_rows(X, center, p["feature_clip"])
+            X = center_rows(X, center, p["feature_clip"], spare_column=True)  # X̄ is built in its buffer
             if _is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
                 p["intercept_scaling"] = auto_intercept_scaling(clip)
             p["feature_clip"] = clip

@@ -235,12 +235,22 @@ def clip_rows(X, radius: float) -> np.ndarray:
     return X * (radius / np.maximum(norms, radius))
 
 
-def center_rows(X, center, radius: float) -> np.ndarray:
+def center_rows(X, center, radius: float, *, spare_column: bool = False) -> np.ndarray:
     """clip_radius(x) − ``center`` for every row: the map ``center="private"`` applies before the
     trainer's own clip, in fit and in predict alike (:func:`private_center`).  One new array:
-    the clipped copy, centered in place."""
-    out = clip_rows(X, radius)
-    out -= center
+    the clipped copy, centered in place; ``spare_column``: laid out in an (n, d + 1) buffer in
+    which the trainer builds its X̄ without a second copy (:class:`~noisysgd.train.losses.SpareColumn`)."""
+    if not spare_column:
+        out = clip_rows(X, radius)
+        out -= center
+        return out
+    from .train.losses import SpareColumn, _row_norms
+
+    X = np.asarray(X, dtype=np.float64)
+    out = SpareColumn.empty(*X.shape)
+    rows = out.view(np.ndarray)
+    np.multiply(X, (radius / np.maximum(_row_norms(X), radius))[:, None], out=rows)
+    rows -= center
     return out
 
 
