@@ -46,7 +46,7 @@ def test_the_pmf_is_dp_accounting_s(q, sigma, replace_one):
         assert type(a) is type(b)
         if hasattr(a, "_probs"):   # dense: the very grid, probability by probability
             assert a._lower_loss == b._lower_loss and len(a._probs) == len(b._probs)
-            np.testing.assert_allclose(b._probs, a._probs, rtol=0, atol=1e-11)
+            np.testing.assert_allclose(b._probs, a._probs, rtol=0, atol=1e-10)  # 1.9e-12 seen: second differences of δ
         _same_pmf(a, b, rtol=1e-9)
 
 
