@@ -755,11 +755,14 @@ def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict,
     the training is calibrated to its share and :func:`calibrate_composed` lowers the noise.
     Either way the returned z was evaluated and met the total (the certificate's composition),
     and z/(1 + rel_tol) missed it."""
+    def two_stage() -> Calibration:
+        share = calibrate(run, epsilon=epsilon, delta=delta, analyses=analyses, rel_tol=rel_tol)
+        return calibrate_composed(run, share, query, analyses)
+
     names = _names(analyses)
     if (query.get("mu") is None or not (BEST in names or "composition-pld" in names)
             or not _pld_is_expensive(run)):
-        return calibrate_composed(run, calibrate(run, epsilon=epsilon, delta=delta, analyses=analyses,
-                                                 rel_tol=rel_tol), query, analyses)
+        return two_stage()
     from .analyses.composition import epsilon_with_gaussian_query
 
     total, delta_total, mu = epsilon + query["epsilon"], delta + query["delta"], query["mu"]
@@ -787,8 +790,7 @@ def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict,
         z = _place_then_decide(lambda x: pld(x, coarsening), pld, meets, start, None, rel_tol, 1e6, total,
                                delta_total)
     except ValueError:  # the PLD never meets the total: perhaps another analysis does
-        return calibrate_composed(run, calibrate(run, epsilon=epsilon, delta=delta, analyses=analyses,
-                                                 rel_tol=rel_tol), query, analyses)
+        return two_stage()
     below = z / (1.0 + rel_tol)
     r = at(below)
     if meets(r):  # another analysis (or the RDP minimum) beats the PLD below its answer

@@ -221,8 +221,9 @@ def _recorded_part(recorded: dict | None, key: str) -> dict | None:
     return None
 
 
-def clip_rows(X, radius: float) -> np.ndarray:
-    """Each row of ``X`` scaled down to norm ``radius`` if it is longer (as the trainer clips).
+def clip_rows(X, radius: float, out: np.ndarray | None = None) -> np.ndarray:
+    """Each row of ``X`` scaled down to norm ``radius`` if it is longer (as the trainer clips),
+    into ``out`` if given (a float64 array of X's shape).
 
     >>> clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
     array([[0.6, 0.8],
@@ -232,7 +233,7 @@ def clip_rows(X, radius: float) -> np.ndarray:
 
     X = np.asarray(X, dtype=np.float64)
     norms = _row_norms(X)[:, None]  # the trainer's norms: no overflow for huge entries
-    return X * (radius / np.maximum(norms, radius))
+    return np.multiply(X, radius / np.maximum(norms, radius), out=out)
 
 
 def center_rows(X, center, radius: float, *, spare_column: bool = False) -> np.ndarray:
@@ -240,18 +241,14 @@ def center_rows(X, center, radius: float, *, spare_column: bool = False) -> np.n
     trainer's own clip, in fit and in predict alike (:func:`private_center`).  One new array:
     the clipped copy, centered in place; ``spare_column``: laid out in an (n, d + 1) buffer in
     which the trainer builds its X̄ without a second copy (:class:`~noisysgd.train.losses.SpareColumn`)."""
-    if not spare_column:
-        out = clip_rows(X, radius)
-        out -= center
-        return out
-    from .train.losses import SpareColumn, _row_norms
+    out = None
+    if spare_column:
+        from .train.losses import SpareColumn
 
-    X = np.asarray(X, dtype=np.float64)
-    out = SpareColumn.empty(*X.shape)
-    rows = out.view(np.ndarray)
-    np.multiply(X, (radius / np.maximum(_row_norms(X), radius))[:, None], out=rows)
+        out = SpareColumn.empty(*np.shape(X))
+    rows = clip_rows(X, radius, out=None if out is None else out.view(np.ndarray))
     rows -= center
-    return out
+    return rows if out is None else out
 
 
 def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None) -> tuple:

@@ -191,16 +191,14 @@ def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = N
     X is scaled in place in its buffer, which becomes X̄ (X is then the clipped rows)."""
     norms = _row_norms(X) if norms is None else norms
     scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
-    buffer = _spare_buffer(X, dt)
-    if buffer is not None:
+    Xbar = _spare_buffer(X, dt)
+    if Xbar is not None:  # X is Xbar[:, :-1]: scaled in place
         np.multiply(X, scale[:, None], out=X.view(np.ndarray))
-        buffer[:, -1] = bias
-        clipped = np.minimum(norms, R)
-        return buffer, np.sqrt(clipped * clipped + bias * bias)
-    Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
-    if X.dtype == np.float64:
+    elif X.dtype == np.float64:
+        Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
         np.multiply(X, scale[:, None], out=Xbar[:, :-1], casting="same_kind")
     else:
+        Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
         for start in range(0, X.shape[0], 4096):  # float64 products, a block at a time
             block = slice(start, start + 4096)
             Xbar[block, :-1] = X[block].astype(np.float64) * scale[block, None]
