@@ -349,8 +349,11 @@ def test_feature_range_scales_with_public_bounds_and_matches_the_pipeline():
     y = (X[:, 0] / 100 - X[:, 1] > 0).astype(int)
     low, high = np.zeros(6), np.array([1600.0] + [16.0] * 5)
     Z = scale_to_ball(X, (low, high), 2.0)
-    assert np.max(np.linalg.norm(Z, axis=1)) < 2.0  # strictly inside: never clipped again
-    np.testing.assert_allclose(Z[:, 1], (X[:, 1] / 8 - 1) * 2 / math.sqrt(7))
+    # a row halfway across its ranges has norm R = 2 (spread ½): Z = z·R/(½·√(d + 1)), z in [-1, 1]
+    np.testing.assert_allclose(Z[:, 1], (X[:, 1] / 8 - 1) * 2 / (0.5 * math.sqrt(7)))
+    half = scale_to_ball(np.array([[1200.0] + [12.0] * 5]), (low, high), 2.0)
+    assert np.linalg.norm(half) == pytest.approx(2.0 * math.sqrt(6 / 7))
+    assert np.max(np.linalg.norm(scale_to_ball(X, (low, high), 2.0, spread=1.0), axis=1)) < 2.0  # worst case
     params = dict(epsilon=1.0, delta=1e-5, feature_clip=2.0, epochs=20, batch_size=100, alpha=0.01, classes=[0, 1],
                   random_state=0)
     with warnings.catch_warnings():

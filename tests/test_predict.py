@@ -160,7 +160,7 @@ def test_load_model_errors(tmp_path):
     with pytest.raises(ValueError, match="not a JSON model file"):
         load_model(tmp_path)
     (tmp_path / "model.json").write_text(json.dumps({"format": "other"}))
-    with pytest.raises(ValueError, match="noisysgd-linear-model/3 file .*linear-model/1 or .*linear-model/2"):
+    with pytest.raises(ValueError, match="noisysgd-linear-model/4 file .*linear-model/1 or .*linear-model/2 or .*linear-model/3"):
         load_model(tmp_path)
     doc = model_document(task="classification", loss=BinaryLogistic(), target="y", feature_names=["a"],
                          classes=["n", "y"], feature_clip=1.0, coef=np.array([1.0, 0.0]), version="t")
@@ -287,7 +287,7 @@ def test_intercept_scaling_round_trip(tmp_path, loss, coef):
     classes = None if task == "regression" else [f"c{i}" for i in range(k)]
     doc = model_document(task=task, loss=loss, target="y", feature_names=["a", "b"], classes=classes,
                          feature_clip=2.0, coef=coef, version="test", intercept_scaling=0.3)
-    assert doc["format"] == "noisysgd-linear-model/3" and doc["intercept_scaling"] == 0.3
+    assert doc["format"] == "noisysgd-linear-model/4" and doc["intercept_scaling"] == 0.3
     (tmp_path / "model.json").write_text(json.dumps(doc))
     m = load_model(tmp_path)
     X = np.random.default_rng(1).normal(scale=3, size=(40, 2))
@@ -329,7 +329,7 @@ def test_center_round_trip(tmp_path, frange):
     Z = X
     if frange is not None:
         low, high = frange
-        Z = (2 * np.clip(X, low, high) - (low + high)) / (high - low) * (2.0 / np.sqrt(3))
+        Z = (2 * np.clip(X, low, high) - (low + high)) / (high - low) * (2.0 / (0.5 * np.sqrt(3)))  # spread ½ (scale_to_ball)
     Z = clip(clip(Z, 2.0) - mean, 0.4)
     np.testing.assert_allclose(m.decision_function(X), Z @ coef[:-1] + 0.1 * coef[-1], rtol=1e-13, atol=1e-13)
     (tmp_path / "model.json").write_text(json.dumps({**doc, "center": {"mean": [0.3], "clip": 2.0}}))
@@ -378,3 +378,36 @@ def test_train_cli_centers_as_the_estimator_does(iris_files, tmp_path):
     # refused where it cannot be paid for
     assert main(["train", str(d / "train.csv"), "--target", "label", "--noise-multiplier", "3", "--center",
                  "private", "--out", str(tmp_path / "n"), "--quiet"]) == 2
+
+
+def test_feature_range_spread_round_trip(tmp_path):
+    """A model file records scale_to_ball's spread (format /4) and predicts with it: the score of x is
+    clip_R((2·clip(x, low, high) − low − high)/(high − low) · R/(spread·√(d + 1)))·coef[:-1] + coef[-1],
+    computed here by hand; a format-/3 file (no spread) is read with spread 1, as it was written."""
+    from noisysgd.preprocessing import SPREAD
+
+    low, high = np.array([0.0, -5.0, 10.0]), np.array([16.0, 5.0, 1000.0])
+    coef = np.array([0.7, -1.2, 0.4, 0.1])
+    doc = model_document(task="classification", loss=BinaryLogistic(), target="y", feature_names=["a", "b", "c"],
+                         classes=["n", "y"], feature_clip=2.0, coef=coef, version="t", feature_range=(low, high),
+                         feature_range_kind="public")
+    assert doc["format"] == "noisysgd-linear-model/4" and doc["feature_range"]["spread"] == SPREAD == 0.5
+    X = np.random.default_rng(4).uniform(-20, 1200, size=(50, 3))
+
+    def by_hand(spread):
+        Z = (2 * np.clip(X, low, high) - low - high) / (high - low) * 2.0 / (spread * np.sqrt(4))
+        Z = Z * np.minimum(1.0, 2.0 / np.linalg.norm(Z, axis=1))[:, None]
+        return Z @ coef[:-1] + coef[-1]
+
+    (tmp_path / "model.json").write_text(json.dumps(doc))
+    np.testing.assert_allclose(load_model(tmp_path).decision_function(X), by_hand(0.5), rtol=1e-12, atol=1e-12)
+    old = {**doc, "format": "noisysgd-linear-model/3", "feature_range": {k: v for k, v in doc["feature_range"].items()
+                                                                         if k != "spread"}}
+    (tmp_path / "model.json").write_text(json.dumps(old))
+    np.testing.assert_allclose(load_model(tmp_path).decision_function(X), by_hand(1.0), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(by_hand(1.0), by_hand(0.5))  # the test tells the two apart
+    for bad in (0, 1.5, "half", True):
+        (tmp_path / "model.json").write_text(json.dumps({**doc, "feature_range": {**doc["feature_range"],
+                                                                                   "spread": bad}}))
+        with pytest.raises(ValueError, match="spread"):
+            load_model(tmp_path)

@@ -602,8 +602,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         Public bounds of the features (numbers, or arrays of length
         n_features), declared from knowledge of the data's domain, never
         computed from the data: each feature is clipped to [low, high],
-        mapped to [-1, 1] and the vector scaled into the ``feature_clip``
-        ball (:func:`noisysgd.preprocessing.scale_to_ball`; no privacy cost),
+        mapped to [-1, 1] and scaled so that a row halfway across its ranges has norm
+        ``feature_clip`` (:func:`noisysgd.preprocessing.scale_to_ball`; no privacy cost),
         in fit and predict.  Use it instead of a ``StandardScaler`` (whose
         statistics of the private data the certificate does not cover: a
         ``PrivacyLeakWarning`` says so when one precedes the estimator in a

@@ -33,10 +33,11 @@ import numpy as np
 
 __all__ = ["LinearModel", "load_model", "model_document", "FORMAT"]
 
-FORMAT = "noisysgd-linear-model/3"
+FORMAT = "noisysgd-linear-model/4"
 #: formats :func:`load_model` reads: /1 has no ``intercept_scaling`` (its bias coordinate is 1), /2 no
-#: ``center`` (/3 adds it: a reader of /2 would ignore it and predict wrongly, so the format changed)
-FORMATS_READ = ("noisysgd-linear-model/1", "noisysgd-linear-model/2", FORMAT)
+#: ``center`` (/3 adds it: a reader of /2 would ignore it and predict wrongly, so the format changed),
+#: /3 no ``feature_range.spread`` (its spread is 1; /4 adds it, for the same reason)
+FORMATS_READ = ("noisysgd-linear-model/1", "noisysgd-linear-model/2", "noisysgd-linear-model/3", FORMAT)
 
 _LAYOUT = ("coef has one row per feature and a last row for the bias; columns are classes for a "
            "multiclass model (one column, flattened, otherwise)")
@@ -117,9 +118,12 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
         "noisysgd_version": version,
     }
     if feature_range is not None:
+        from .preprocessing import SPREAD
+
         low, high = feature_range
         doc["feature_range"] = {"low": np.asarray(low, dtype=float).tolist(),
-                                "high": np.asarray(high, dtype=float).tolist(), "kind": feature_range_kind}
+                                "high": np.asarray(high, dtype=float).tolist(), "kind": feature_range_kind,
+                                "spread": SPREAD}
     if center is not None:
         doc["center"] = {"mean": np.asarray(center, dtype=float).tolist(), "clip": float(center_clip)}
         doc["predict"] = "x = x * min(1, center.clip / ||x||) - center.mean (center); then " + _PREDICT
@@ -129,8 +133,8 @@ def model_document(*, task: str, loss, target: str, feature_names, classes, feat
                            "input_columns": [str(c) for c in input_columns]}
     if feature_range is not None:
         doc["predict"] = ("x = clip(x, low, high) mapped to [-1, 1] and scaled by "
-                          f"{'center.clip' if center is not None else 'feature_clip'}/sqrt(d + 1) "
-                          "(feature_range); then " + doc["predict"])
+                          f"{'center.clip' if center is not None else 'feature_clip'}/(spread * sqrt(d + 1)) "
+                          "(feature_range; spread 1 where the file gives none); then " + doc["predict"])
     if categorical:
         doc["predict"] = ("one-hot encode the categorical columns of input_columns (encoding: one 0/1 column "
                           "per declared category, named column=category); then " + doc["predict"])
@@ -165,6 +169,8 @@ class LinearModel:
     #: columns a table to predict must have (None: ``feature_names``)
     categorical: dict | None = field(default=None, repr=False)
     input_columns: list | None = field(default=None, repr=False)
+    #: :func:`noisysgd.preprocessing.scale_to_ball`'s spread (1 in models written before it existed)
+    feature_spread: float = field(default=1.0, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -194,7 +200,7 @@ class LinearModel:
         if self.feature_range is not None:
             from .preprocessing import scale_to_ball
 
-            X = scale_to_ball(X, self.feature_range, first_clip)
+            X = scale_to_ball(X, self.feature_range, first_clip, spread=self.feature_spread)
         if self.center is not None:
             from .preprocessing import center_rows
 
@@ -295,7 +301,7 @@ def load_model(path) -> LinearModel:
     if len(names) != coef.shape[0] - 1:
         raise ValueError(f"model: {str(p)!r} names {len(names)} features but has {coef.shape[0] - 1} "
                          "coefficient rows besides the bias.")
-    frange = None
+    frange, spread = None, 1.0
     if doc.get("feature_range") is not None:
         try:
             low = np.asarray(doc["feature_range"]["low"], dtype=float)
@@ -305,6 +311,9 @@ def load_model(path) -> LinearModel:
         if low.shape != (len(names),) or high.shape != low.shape or not np.all(low < high):
             raise ValueError(f"model: {str(p)!r} has a feature_range that does not fit its {len(names)} features.")
         frange = (low, high)
+        spread = doc["feature_range"].get("spread", 1.0)  # files before it: every row inside the ball
+        if not (isinstance(spread, (int, float)) and not isinstance(spread, bool) and 0 < spread <= 1):
+            raise ValueError(f"model: {str(p)!r} has an invalid feature_range spread {spread!r} (in (0, 1]).")
     center = None
     if doc.get("center") is not None:
         try:
@@ -321,7 +330,7 @@ def load_model(path) -> LinearModel:
     certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
     _warn_if_refuted(certificate, cert_path)
     return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
-                       frange, bias, center, categorical, inputs)
+                       frange, bias, center, categorical, inputs, float(spread) if frange is not None else 1.0)
 
 
 def _encoding(encoding, names, where: str):
