@@ -184,27 +184,39 @@ def _lattice_law(variables, up: bool, cells: int):
     law = np.zeros(cells + 1)
     law[0] = 1.0
     lost = 0.0
+    scratch = np.empty(cells + 1)
+    sup = 1                                           # law is 0 beyond index sup - 1
     for v, p in variables:
         k = (np.ceil(v / h) if up else np.floor(v / h)).astype(np.int64)
         if not up:
             k = np.minimum(k, cells)
         new = np.zeros_like(law)
+        # suffix[i] = mass of law at indices >= i (summed from the small end of the tail up)
+        suffix = np.concatenate([np.cumsum(law[sup - 1::-1])[::-1], np.zeros(cells + 2 - sup)])
         for kk, pp in zip(k, p):
             if pp == 0.0:
                 continue
-            if kk == 0:
-                new += pp * law
-            elif kk > cells:
-                lost += pp * law.sum()
+            if kk > cells:
+                lost += pp * suffix[0]
+                continue
+            stop = min(sup, cells + 1 - kk)
+            _axpy(law[:stop], new[kk:kk + stop], pp, scratch)  # new[kk + i] += pp·law[i]
+            tail = suffix[cells + 1 - kk]
+            if up:
+                lost += pp * tail
             else:
-                new[kk:] += pp * law[:cells + 1 - kk]
-                tail = law[cells + 1 - kk:].sum()
-                if up:
-                    lost += pp * tail
-                else:
-                    new[cells] += pp * tail
+                new[cells] += pp * tail
         law = new
+        kmax = int(k[p > 0].max()) if np.any(p > 0) else 0
+        sup = min(cells + 1, sup + kmax)
     return h * np.arange(cells + 1), law, lost
+
+
+def _axpy(x: np.ndarray, y: np.ndarray, a: float, scratch: np.ndarray) -> None:
+    """y += a·x in place, the product in ``scratch`` (no temporary allocated per call)."""
+    t = scratch[:x.size]
+    np.multiply(x, a, out=t)
+    y += t
 
 
 def _grouped_poisson_law(run: Run, up: bool, cells: int):
@@ -225,6 +237,7 @@ def _grouped_poisson_law(run: Run, up: bool, cells: int):
     law[0] = 1.0
     lost = 0.0
     vals, counts = np.unique(k, return_counts=True)
+    scratch = np.empty(cells + 1)
     sup = 1                                           # law is 0 beyond index sup - 1
     for kk, m in zip(vals, counts):
         if kk == 0:
@@ -240,20 +253,18 @@ def _grouped_poisson_law(run: Run, up: bool, cells: int):
         if up:
             lost += neg
         elif neg:
-            new += neg * law
+            _axpy(law[:sup], new[:sup], neg, scratch)
         for jj in j[~small]:
             pj = float(pmf[jj])
             s = int(jj * kk)
-            if s == 0:
-                new += pj * law
-            elif s > cells:
+            if s > cells:
                 if up:
                     lost += pj * law.sum()
                 else:
                     new[cells] += pj * law.sum()
             else:
                 stop = min(sup, cells + 1 - s)
-                new[s:s + stop] += pj * law[:stop]
+                _axpy(law[:stop], new[s:s + stop], pj, scratch)  # new[s + i] += pj·law[i]
                 tail = law[cells + 1 - s:sup].sum() if sup > cells + 1 - s else 0.0
                 if up:
                     lost += pj * tail
