@@ -17,6 +17,10 @@ user would get without tuning; noisysgd's "auto" rows look at no data at all.
     python benchmarks/peer_opacus.py --centered   # the same, on rows centered on noisysgd's private
                                                   # mean (same query and seed), charged to Opacus too:
                                                   # benchmarks/results/peer_opacus_centered.json
+    python benchmarks/peer_opacus.py --centered --adjacency add-remove
+        # both under add/remove (Opacus' own adjacency; the training set's size declared public),
+        # with noisysgd's defaults (adjacency="add-remove", public_n) on the same splits beside the
+        # oracle: benchmarks/results/peer_opacus_centered_add_remove.json (issue 26 §4)
 """
 
 from __future__ import annotations
@@ -42,14 +46,14 @@ def _clip_rows(X, R=1.0):
 
 
 @functools.lru_cache(maxsize=None)
-def _z_with_query(n, b, steps, epsilon, delta, mu_q):
+def _z_with_query(n, b, steps, epsilon, delta, mu_q, adjacency="replace"):
     """The smallest z (to 0.5 %) whose Poisson run composed with the μ_q-GDP mean query in one PLD
     (what noisysgd certifies for its own composition runs) meets ``epsilon`` at the total ``delta``."""
     import noisysgd
     from noisysgd.analyses.composition import epsilon_with_gaussian_query
 
     run = noisysgd.Run(n=n, batch_size=b, batching="poisson", steps=steps, learning_rate=1.0,
-                       noise_multiplier=1.0, lipschitz=1.0, adjacency="replace")
+                       noise_multiplier=1.0, lipschitz=1.0, adjacency=adjacency)
     lo = noisysgd.calibrate(run, epsilon=epsilon, delta=delta, analyses=["composition-pld"],
                             rel_tol=1e-3).noise_multiplier  # the run alone: a lower bound
     hi = lo * 1.5
@@ -64,7 +68,7 @@ def _z_with_query(n, b, steps, epsilon, delta, mu_q):
     return hi
 
 
-def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, centered=False):
+def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, centered=False, adjacency="replace"):
     import torch
     from opacus import PrivacyEngine
 
@@ -80,17 +84,17 @@ def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, center
     if centered:
         # the very mean NoisySGDClassifier(epsilon, random_state=seed) releases (same query, same
         # seed), charged to this run too: the PLD of the run and the query meets (epsilon, delta)
-        center, clip, query, _, _ = private_center_within(Xtr, epsilon, delta, radius=1.0, adjacency="replace",
+        center, clip, query, _, _ = private_center_within(Xtr, epsilon, delta, radius=1.0, adjacency=adjacency,
                                                           seed=seed)
 
         def features(X):
             return X if center is None else _clip_rows(center_rows(X, center, 1.0), clip)
 
         Xtr, Xte = features(Xtr), features(Xte)
-        z = _z_with_query(n, b, steps, epsilon, delta, query["mu"])
+        z = _z_with_query(n, b, steps, epsilon, delta, query["mu"], adjacency)
     else:
         run = noisysgd.Run(n=n, batch_size=b, batching="poisson", steps=steps, learning_rate=lr,
-                           noise_multiplier=1.0, lipschitz=1.0, adjacency="replace")
+                           noise_multiplier=1.0, lipschitz=1.0, adjacency=adjacency)
         z = noisysgd.calibrate(run, epsilon=epsilon, delta=delta, analyses=["composition-pld"],
                                rel_tol=1e-3).noise_multiplier
     ds = torch.utils.data.TensorDataset(torch.from_numpy(_clip_rows(Xtr)), torch.from_numpy(ytr.astype(np.int64)))
@@ -124,6 +128,22 @@ def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, center
     return float(np.mean(pred == yte)), z
 
 
+def _defaults(splits, k) -> dict:
+    """noisysgd's defaults under add/remove on the same splits: NoisySGDClassifier(epsilon,
+    adjacency="add-remove", public_n = the training rows, classes declared, random_state=seed)."""
+    from noisysgd import NoisySGDClassifier
+
+    rows = {}
+    for eps in (0.5, 1.0, 3.0):
+        accs = [float(NoisySGDClassifier(epsilon=eps, adjacency="add-remove", public_n=len(Xtr),
+                                         classes=list(range(k)), random_state=s).fit(Xtr, ytr).score(Xte, yte))
+                for s, (Xtr, Xte, ytr, yte) in zip(SEEDS, splits)]
+        rows[f"{eps:g}"] = {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)), "seeds": accs}
+        print(f"  noisysgd defaults (add-remove) eps {eps:g}: {np.mean(accs):.3f} ± {np.std(accs, ddof=1):.3f}",
+              flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     import torch
     from sklearn.datasets import load_breast_cancer, load_digits, make_classification
@@ -133,8 +153,12 @@ def main(argv=None) -> int:
     ap.add_argument("--centered", action="store_true",
                     help="center the rows on the private mean noisysgd's defaults release (same query and "
                          "seed), charged to Opacus' budget: the like-for-like row of issue 26 §4")
+    ap.add_argument("--adjacency", choices=("replace", "add-remove"), default="replace",
+                    help="the adjacency both are calibrated for; add-remove also runs noisysgd's defaults")
     args = ap.parse_args(argv)
     out_path = OUT.with_name("peer_opacus_centered.json") if args.centered else OUT
+    if args.adjacency == "add-remove":
+        out_path = out_path.with_name(out_path.stem + "_add_remove.json")
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # Opacus' secure-RNG notice and torch's backward-hook notices, per fit
     data = {
@@ -149,7 +173,8 @@ def main(argv=None) -> int:
         splits = [train_test_split(X, y, test_size=0.2, random_state=s, stratify=y) for s in SEEDS]
 
         def score(cfg, eps):
-            res = [_fit(Xtr, ytr, Xte, yte, k=k, epsilon=eps, seed=s, centered=args.centered, **cfg)
+            res = [_fit(Xtr, ytr, Xte, yte, k=k, epsilon=eps, seed=s, centered=args.centered,
+                        adjacency=args.adjacency, **cfg)
                    for s, (Xtr, Xte, ytr, yte) in zip(SEEDS, splits)]
             accs = [a for a, _ in res]
             return {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)), "seeds": accs,
@@ -167,7 +192,9 @@ def main(argv=None) -> int:
         for eps, r in sorted(rows.items(), key=lambda kv: float(kv[0])):
             print(f"{name} ORACLE eps {eps}: {r['mean']:.3f} ± {r['std']:.3f}  {r['config']}", flush=True)
         out["datasets"][name] = {"oracle": rows, "grid_at_eps_1": grid}
-        out["centered"] = args.centered
+        if args.adjacency == "add-remove":
+            out["datasets"][name]["noisysgd_defaults"] = _defaults(splits, k)
+        out["centered"], out["adjacency"] = args.centered, args.adjacency
         out_path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {out_path}")
     return 0
