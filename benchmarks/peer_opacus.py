@@ -38,6 +38,8 @@ import numpy as np
 OUT = Path(__file__).resolve().parent / "results" / "peer_opacus.json"
 SEEDS = (0, 1, 2)
 GRID = {"batch_size": (64, 256), "epochs": (10, 30), "lr": (0.5, 2.0, 8.0)}
+#: Fashion-MNIST's grid, around Opacus' best rows of docs/results.md (lr 16, b = 2000, 30 epochs).
+FASHION_GRID = {"batch_size": (256, 2000), "epochs": (30,), "lr": (2.0, 8.0, 16.0)}
 
 
 def _clip_rows(X, R=1.0):
@@ -128,7 +130,7 @@ def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, center
     return float(np.mean(pred == yte)), z
 
 
-def _defaults(splits, k, adjacency) -> dict:
+def _defaults(splits, k, adjacency, seeds=SEEDS) -> dict:
     """noisysgd's defaults on the same splits: NoisySGDClassifier(epsilon, classes declared,
     random_state=seed), under add/remove with public_n = the training rows."""
     from noisysgd import NoisySGDClassifier
@@ -139,11 +141,24 @@ def _defaults(splits, k, adjacency) -> dict:
         accs = [float(NoisySGDClassifier(epsilon=eps, classes=list(range(k)), random_state=s,
                                          **{**extra, **({"public_n": len(Xtr)} if extra else {})})
                       .fit(Xtr, ytr).score(Xte, yte))
-                for s, (Xtr, Xte, ytr, yte) in zip(SEEDS, splits)]
-        rows[f"{eps:g}"] = {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)), "seeds": accs}
-        print(f"  noisysgd defaults ({adjacency}) eps {eps:g}: {np.mean(accs):.3f} ± {np.std(accs, ddof=1):.3f}",
+                for s, (Xtr, Xte, ytr, yte) in zip(seeds, splits)]
+        rows[f"{eps:g}"] = {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
+                            "seeds": accs}
+        print(f"  noisysgd defaults ({adjacency}) eps {eps:g}: {np.mean(accs):.3f} ± {rows[f'{eps:g}']['std']:.3f}",
               flush=True)
     return rows
+
+
+def _fashion_split(path):
+    """[(X_train, X_test, y_train, y_test)]: Fashion-MNIST's raw pixels (0–255), its own split."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fashion_mnist.data import load_images
+
+    d = load_images(path)
+    return [(d["train_images"].reshape(60000, -1).astype(np.float64),
+             d["test_images"].reshape(10000, -1).astype(np.float64), d["train_labels"], d["test_labels"])]
 
 
 def _fair():
@@ -172,35 +187,46 @@ def main(argv=None) -> int:
                     help="statsmodels' fair table instead (affairs > 0; occupation codes one-hot encoded with "
                          "their categories declared), a data set the automatic configuration was not designed "
                          "on, with noisysgd's defaults beside the oracle (issue 26 §4); needs statsmodels")
+    ap.add_argument("--fashion", metavar="DIR", default=None,
+                    help="Fashion-MNIST's raw pixels instead (IDX files in DIR, e.g. Debian's dataset-fashion-mnist; "
+                         "its own 60,000/10,000 split), seed 0 only, the grid narrowed to FASHION_GRID (~15 min)")
     args = ap.parse_args(argv)
     out_path = OUT.with_name("peer_opacus_centered.json") if args.centered else OUT
+    if args.fashion:
+        out_path = out_path.with_name(out_path.stem + "_fashion_pixels.json")
     if args.adjacency == "add-remove":
         out_path = out_path.with_name(out_path.stem + "_add_remove.json")
     if args.held_out:
         out_path = out_path.with_name(out_path.stem + "_held_out.json")
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # Opacus' secure-RNG notice and torch's backward-hook notices, per fit
-    data = {"fair": _fair()} if args.held_out else {
+    grid_spec, seeds = (FASHION_GRID, (0,)) if args.fashion else (GRID, SEEDS)
+    data = {"fashion_pixels": None} if args.fashion else {"fair": _fair()} if args.held_out else {
         "digits": load_digits(return_X_y=True),
         "breast_cancer": load_breast_cancer(return_X_y=True),
         "synthetic": make_classification(n_samples=20000, n_features=50, random_state=0),
     }
     out = {"grid": GRID, "seeds": list(SEEDS), "datasets": {}}
     t0 = time.perf_counter()
-    for name, (X, y) in data.items():
-        k = int(np.max(y)) + 1
-        splits = [train_test_split(X, y, test_size=0.2, random_state=s, stratify=y) for s in SEEDS]
+    for name, Xy in data.items():
+        X, y = Xy if Xy is not None else (None, None)
+        if name == "fashion_pixels":
+            splits, k = _fashion_split(args.fashion), 10
+        else:
+            k = int(np.max(y)) + 1
+            splits = [train_test_split(X, y, test_size=0.2, random_state=s, stratify=y) for s in seeds]
 
         def score(cfg, eps):
             res = [_fit(Xtr, ytr, Xte, yte, k=k, epsilon=eps, seed=s, centered=args.centered,
                         adjacency=args.adjacency, **cfg)
-                   for s, (Xtr, Xte, ytr, yte) in zip(SEEDS, splits)]
+                   for s, (Xtr, Xte, ytr, yte) in zip(seeds, splits)]
             accs = [a for a, _ in res]
-            return {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)), "seeds": accs,
+            return {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
+                    "seeds": accs,
                     "noise_multiplier": res[0][1]}
 
         grid = []
-        for b, e, lr in itertools.product(GRID["batch_size"], GRID["epochs"], GRID["lr"]):
+        for b, e, lr in itertools.product(grid_spec["batch_size"], grid_spec["epochs"], grid_spec["lr"]):
             cfg = {"batch_size": b, "epochs": e, "lr": lr}
             grid.append({"config": cfg, **score(cfg, 1.0)})
             print(f"{name} eps 1 {cfg}: {grid[-1]['mean']:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -211,8 +237,8 @@ def main(argv=None) -> int:
         for eps, r in sorted(rows.items(), key=lambda kv: float(kv[0])):
             print(f"{name} ORACLE eps {eps}: {r['mean']:.3f} ± {r['std']:.3f}  {r['config']}", flush=True)
         out["datasets"][name] = {"oracle": rows, "grid_at_eps_1": grid}
-        if args.adjacency == "add-remove" or args.held_out:
-            out["datasets"][name]["noisysgd_defaults"] = _defaults(splits, k, args.adjacency)
+        if args.adjacency == "add-remove" or args.held_out or args.fashion:
+            out["datasets"][name]["noisysgd_defaults"] = _defaults(splits, k, args.adjacency, seeds)
         out["centered"], out["adjacency"] = args.centered, args.adjacency
         out_path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {out_path}")
