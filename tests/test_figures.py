@@ -415,7 +415,10 @@ def test_every_ye_shokri_curve_is_non_decreasing_in_epochs(ys):
     for key, fig in ys.items():
         for name, curve in fig.curves.items():
             eps = curve.epsilon
-            assert np.all(np.diff(eps) >= -REL * eps[1:]), f"{key}/{name}"
+            # the limit line is a lower bound on a lattice shared by its epochs: where the lattice
+            # law stops changing (the oldest steps round to 0) it may dip by its float noise
+            rel = 1e-7 if name.endswith("limit line") else REL
+            assert np.all(np.diff(eps) >= -rel * eps[1:]), f"{key}/{name}"
 
 
 # --------------------------------------------------------------------------- Ye & Shokri: composition

@@ -194,6 +194,7 @@ def test_sampling_recursion_cost_does_not_grow_with_epochs(monkeypatch):
     costs, values = [], []
     for epochs in (100, 10**6):
         calls["n"] = 0
+        ys._RECURSIONS.clear()  # a fresh recursion each time (the second would be served from the first)
         values.append(analysis.rdp(paper_run(**FIG2, batching="sample", epochs=epochs), orders))
         costs.append(calls["n"])
     assert costs[1] == costs[0]
@@ -429,3 +430,21 @@ def test_recursion_cut_short_bounds_the_rest_in_closed_form(monkeypatch):
     monkeypatch.setattr(ys, "_MAX_ITERATIONS", 200_000)
     far = ys.sampling_rdp(alpha[:2], rho[:2], lc2, q=0.04, steps=10**9)
     np.testing.assert_allclose(got[2, :2], far, rtol=1e-8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 4000), min_size=1, max_size=6), st.lists(st.integers(1, 10**7), min_size=1, max_size=6),
+       st.floats(0.005, 0.3), st.floats(0.001, 0.1))
+def test_recursion_asked_again_gives_what_a_fresh_one_gives(first, second, q, rate):
+    # sampling_rdp keeps the last recursions so a plan's plateau search does not run them again;
+    # whatever was asked before, the answer is bit for bit what a fresh recursion computes
+    alpha = np.array([1.5, 2.0, 8.0, 32.0, 256.0])
+    rho = alpha * rate
+    lc2 = 2 * math.log1p(-0.01)
+    ys._RECURSIONS.clear()
+    ys.sampling_rdp(alpha, rho, lc2, q=q, steps=sorted(first))
+    again, fixed_again = ys.sampling_rdp(alpha, rho, lc2, q=q, steps=sorted(second), return_info=True)
+    ys._RECURSIONS.clear()
+    fresh, fixed_fresh = ys.sampling_rdp(alpha, rho, lc2, q=q, steps=sorted(second), return_info=True)
+    np.testing.assert_array_equal(again, fresh)
+    np.testing.assert_array_equal(fixed_again, fixed_fresh)
