@@ -297,3 +297,36 @@ def test_calibration_placed_on_the_coarse_grid_is_dp_accounting_s_and_decided_on
         lambda: dp_accounting.pld.PLDAccountant(relation, value_discretization_interval=1e-4), event, 1.0, 1e-5,
         tol=1e-4)  # an absolute tolerance on z
     assert abs(z - theirs) <= 1e-4 + 2 * tol * z
+
+
+@pytest.mark.parametrize("n, b, epochs, eps, adjacency, within", [
+    (60000, 256, 30, 1.0, "replace", 0.005),
+    (1797, 64, 30, 0.5, "replace", 0.005),
+    (60000, 256, 30, 3.0, "add-remove", 0.06),
+    (5000, 256, 10, 1.0, "add-remove", 0.06),
+])
+def test_clt_start_is_near_the_pld_answer(n, b, epochs, eps, adjacency, within):
+    # the central-limit estimate a calibration starts from (Bu et al. 2020, Thm 5; its chi^2
+    # analogue under replace-one) against dp_accounting's own PLD calibration of the same run
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant
+
+    from noisysgd.analyses.composition import clt_noise_multiplier
+    from noisysgd.gdp import gdp_mu
+
+    run = Run(n=n, batch_size=b, batching="poisson", steps=epochs * (n // b), learning_rate=1.0, lipschitz=1.0,
+              adjacency=adjacency)
+    relation = (dp_accounting.NeighboringRelation.REPLACE_ONE if adjacency == "replace"
+                else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+
+    def event(z):  # replace-one: the pair of std z (noise / L) and shifts +-L, as composition-pld accounts it
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(b / n, dp_accounting.GaussianDpEvent(z)), run.steps)
+
+    clt = clt_noise_multiplier(run, gdp_mu(eps, 1e-5))
+    peer = dp_accounting.calibrate_dp_mechanism(
+        lambda: pld_privacy_accountant.PLDAccountant(relation), event, eps, 1e-5,
+        dp_accounting.mechanism_calibration.ExplicitBracketInterval(0.8 * clt, 1.25 * clt), tol=1e-3)
+    assert clt == pytest.approx(peer, rel=within)
+    if adjacency == "replace":
+        assert clt_noise_multiplier(run.replace(batching="cyclic"), 1.0) is None   # one exact Gaussian

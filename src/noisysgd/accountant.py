@@ -386,28 +386,45 @@ def calibrate(
         expensive = (pld,) if (pld in chosen and len(chosen) > 1
                                and _pld_is_expensive(run)) else ()
         run.require("steps", why="to calibrate the noise of the run")
-        start = 1.0 if run.noise_multiplier is None else max(run.noise_multiplier, 1e-3)
+        start, factor = _start(run, target, d)
         # Warnings raised at the noise levels tried on the way (an optimal order at the
         # edge of the grid, say) are not about the answer: the search is silent, and the
         # returned z is evaluated once more at the end, its warnings raised as usual.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if chosen == [pld] and _pld_is_expensive(run):  # the PLD alone (it applies to every run)
-                z = _place_then_decide(coarse, report, meets, start, None, tol, zmax, target, d)
+                z = _place_then_decide(coarse, report, meets, start, None, tol, zmax, target, d, factor)
             else:
-                z = _search(chosen, pld, expensive, report, coarse, meets, start, tol, zmax, target, d)
+                z = _search(chosen, pld, expensive, report, coarse, meets, start, tol, zmax, target, d, factor)
         z_report = report(z)  # every analysis at the returned noise level, warnings included
     finally:
         evaluations.close()
     return Calibration(z, target, d, z_report, tol, count)
 
 
-def _search(chosen, pld, expensive, report, coarse, meets, start, tol, zmax, target, d) -> float:
+def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0) -> tuple[float, float]:
+    """(where a calibration starts, its first step down): for sampled batches 1.06× the
+    central-limit estimate of the answer (:func:`~noisysgd.analyses.composition.clt_noise_multiplier`,
+    steps of 1.08: the bracket is usually found in two evaluations; the run's own z plays no part,
+    so the answer does not depend on it), else the run's own z if it has one, else 1 (steps of 2).
+    Only where the search starts: the answer is decided by evaluated bounds, whatever the start."""
+    from .analyses.composition import clt_noise_multiplier
+    from .gdp import gdp_mu
+
+    fallback = (1.0 if run.noise_multiplier is None else max(run.noise_multiplier, 1e-3)), 2.0
+    if not (0.0 < epsilon < math.inf) or run.steps is None or not _pld_is_expensive(run):
+        return fallback
+    mu2 = gdp_mu(epsilon, delta) ** 2 - mu_query ** 2    # μ² of the run when the query takes μ_q²
+    z = clt_noise_multiplier(run, math.sqrt(mu2)) if mu2 > 0.0 else None
+    return fallback if z is None else (1.06 * z, 1.08)
+
+
+def _search(chosen, pld, expensive, report, coarse, meets, start, tol, zmax, target, d, factor=2.0) -> float:
     """calibrate's search.  With a PLD of sampled batches (``expensive``) it goes first
     (:func:`_pld_first`); otherwise every analysis is bisected together."""
     if expensive:
         try:
-            return _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d)
+            return _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d, factor)
         except ValueError:  # the PLD never meets the target: perhaps another analysis does
             pass
     first = report(start, expensive)
@@ -433,7 +450,7 @@ class _Eps:
         self.epsilon = epsilon
 
 
-def _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d) -> float:
+def _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d, factor=2.0) -> float:
     """The best bound's answer when ``pld`` is the PLD of sampled batches.  The best bound meets
     the target at z iff some analysis (or the order-wise minimum of the RDP ones) does, and each
     is non-increasing in z, so the answer is the smaller of the PLD's own answer z_p and that of
@@ -444,7 +461,7 @@ def _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d) 
     bisection of them); if they meet, they are bisected below it.  As in the plain search,
     the returned z was evaluated and met the target, and z/(1 + tol) missed it."""
     others = [n for n in chosen if n != pld]
-    z = _place_then_decide(coarse, lambda x: report(x, others), meets, start, None, tol, zmax, target, d)
+    z = _place_then_decide(coarse, lambda x: report(x, others), meets, start, None, tol, zmax, target, d, factor)
 
     def rest(x: float) -> EpsilonReport:
         return report(x, (pld,))
@@ -785,10 +802,10 @@ def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict,
     def meets(c: _Eps) -> bool:
         return c.epsilon <= total
 
-    start = 1.0 if run.noise_multiplier is None else max(run.noise_multiplier, 1e-3)
+    start, factor = _start(run, total, delta_total, mu)
     try:
         z = _place_then_decide(lambda x: pld(x, coarsening), pld, meets, start, None, rel_tol, 1e6, total,
-                               delta_total)
+                               delta_total, factor)
     except ValueError:  # the PLD never meets the total: perhaps another analysis does
         return two_stage()
     below = z / (1.0 + rel_tol)

@@ -61,7 +61,7 @@ from ..rdp import gaussian_rdp, replace_one_sampled_gaussian_rdp, sampled_gaussi
 from ..run import Run
 from .base import Analysis, AnalysisResult, RDPAnalysis, check_steps
 
-__all__ = ["Composition", "CompositionPLD"]
+__all__ = ["Composition", "CompositionPLD", "clt_noise_multiplier"]
 
 _ASSUMPTIONS = [
     "every per-example gradient has L2 norm at most L (Lipschitz loss or per-example clipping to L)",
@@ -90,6 +90,40 @@ def _mechanism(run: Run) -> tuple[str, int, float, float]:
         return "sampled-gaussian", run.steps, run.sampling_rate, sigma
     # shuffle/cyclic: once per (possibly partial) epoch; full: every step (1 step per epoch).
     return "gaussian", run.epochs_touched, 1.0, sigma
+
+
+def clt_noise_multiplier(run: Run, mu: float) -> float | None:
+    """The noise multiplier at which the central limit theorem of Poisson-subsampled Gaussians
+    makes ``run`` μ-GDP — a *starting point* for a calibration, never a bound: μ ≈
+    q·√(T·κ(σ)) with κ = e^{1/σ²} − 1 for the add/remove pair (Bu, Dong, Long & Su 2020,
+    Theorem 5; Dong, Roth & Su 2022, Theorem 3.7), and for the replace-one pair (shifts ±1 under
+    noise 2σ) its χ² analogue κ = 2·(e^{1/(2σ)²} − e^{−1/(2σ)²}) (≈ 4× the add/remove one for
+    large σ).  Within 0.2 % of the PLD's answer for replace-one and 4 % below it for add/remove
+    on runs of 10³–10⁴ steps (measured); None for unsampled runs (one exact Gaussian) or when
+    μ is not positive."""
+    if not (mu > 0.0) or run.steps is None:
+        return None
+    kind, count, q, sigma1 = _mechanism(run.replace(noise_multiplier=1.0))   # σ(z) = z·σ(1)
+    if kind not in _SAMPLED:
+        return None
+
+    def kappa(z: float) -> float:
+        s = z * sigma1
+        if kind == "sampled-gaussian-replace-one":
+            a = 1.0 / (2.0 * s) ** 2
+            return 2.0 * (math.exp(min(a, 700.0)) - math.exp(-a))
+        return math.expm1(min(1.0 / (s * s), 700.0))
+
+    lo, hi = 1e-3, 1e6      # q·√(T·κ(z)) decreases in z: bisect in log z to 1e-6
+    if q * math.sqrt(count * kappa(hi)) > mu or q * math.sqrt(count * kappa(lo)) < mu:
+        return None
+    while hi / lo > 1.0 + 1e-6:
+        mid = math.sqrt(lo * hi)
+        if q * math.sqrt(count * kappa(mid)) > mu:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def _per_mechanism_rdp(kind: str, q: float, sigma: float, orders) -> np.ndarray:
@@ -239,7 +273,7 @@ class CompositionPLD(Analysis):
 
     #: How many step counts of a curve get their own PLD composition (log-spaced,
     #: always including the largest); see :meth:`_curve`.
-    curve_points = 16
+    curve_points = 8
 
     def _curve(self, run, steps, *, delta, orders, conversion):
         """Exact at every step count for unsampled batchings (one Gaussian).  For
