@@ -66,7 +66,7 @@ from .preprocessing import (_check_feature_range, _warn_about_private_preprocess
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
-from .train.diagnostics import near_chance, near_chance_message
+from .train.diagnostics import check_rows, near_chance, near_chance_message
 from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
                           fit_private, public_size)
 
@@ -780,7 +780,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     def _warn_if_near_chance(self, X, y) -> None:
         """One warning when the fitted model is barely better than predicting one class on its
         training rows (:func:`noisysgd.train.diagnostics.near_chance`, labelled not private)."""
-        found = near_chance(y, self.predict(X))
+        found = near_chance(y[(rows := check_rows(len(y)))], self.predict(X[rows]))  # ≤ 16,384 rows
         if found is not None:
             warnings.warn(near_chance_message(
                 found, f"{type(self).__name__}: ", "Rescale columns on large scales (or feature_range='private'), "

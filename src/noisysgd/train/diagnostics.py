@@ -10,11 +10,26 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["balanced_accuracy", "near_chance", "NEAR_CHANCE"]
+__all__ = ["balanced_accuracy", "near_chance", "check_rows", "NEAR_CHANCE", "CHECK_ROWS"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
 #: present) is said to be near chance.
 NEAR_CHANCE = 0.05
+
+#: Most training rows an estimator predicts on for :func:`near_chance` after a fit: beyond, every
+#: k-th row (a strided sample: no random draw, the same rows each time).  A class with m rows in
+#: the sample has its share predicted right to about ±1/√m; the threshold is 5 points.
+CHECK_ROWS = 16384
+
+
+def check_rows(n: int) -> slice:
+    """The rows of n a fit's near-chance check predicts on: all of them up to :data:`CHECK_ROWS`,
+    else every ⌈n/CHECK_ROWS⌉-th (a 60,000-row fit spends 0.1 s on it, not 0.4 s).
+
+    >>> check_rows(1000), check_rows(60000)
+    (slice(None, None, 1), slice(None, None, 4))
+    """
+    return slice(None, None, max(1, -(-int(n) // CHECK_ROWS)))
 
 
 def balanced_accuracy(truth, pred) -> float:
