@@ -386,7 +386,7 @@ def calibrate(
         expensive = (pld,) if (pld in chosen and len(chosen) > 1
                                and _pld_is_expensive(run)) else ()
         run.require("steps", why="to calibrate the noise of the run")
-        start, factor = _start(run, target, d)
+        start, factor = _start(run, target, d) if pld in chosen else _start(run, 0.0, d)
         # Warnings raised at the noise levels tried on the way (an optimal order at the
         # edge of the grid, say) are not about the answer: the search is silent, and the
         # returned z is evaluated once more at the end, its warnings raised as usual.
@@ -403,8 +403,8 @@ def calibrate(
 
 
 def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0) -> tuple[float, float]:
-    """(where a calibration starts, its first step down): for sampled batches 1.06× the
-    central-limit estimate of the answer (:func:`~noisysgd.analyses.composition.clt_noise_multiplier`,
+    """(where a calibration starts, its first step down): for sampled batches whose PLD is
+    searched (``epsilon`` > 0: the caller asks for it) 1.06× the central-limit estimate of the answer (:func:`~noisysgd.analyses.composition.clt_noise_multiplier`,
     steps of 1.08: the bracket is usually found in two evaluations; the run's own z plays no part,
     so the answer does not depend on it), else the run's own z if it has one, else 1 (steps of 2).
     Only where the search starts: the answer is decided by evaluated bounds, whatever the start."""
