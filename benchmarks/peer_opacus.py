@@ -21,6 +21,12 @@ user would get without tuning; noisysgd's "auto" rows look at no data at all.
         # both under add/remove (Opacus' own adjacency; the training set's size declared public),
         # with noisysgd's defaults (adjacency="add-remove", public_n) on the same splits beside the
         # oracle: benchmarks/results/peer_opacus_centered_add_remove.json (issue 26 §4)
+    python benchmarks/peer_opacus.py --centered --fashion DIR [--scatter]
+        # Fashion-MNIST pixels (or ScatterNet features), seed 0, FASHION_GRID, the defaults beside
+        # the oracle: benchmarks/results/peer_opacus_centered_fashion_{pixels,scatter}.json
+    python benchmarks/peer_opacus.py --centered --tables
+        # benchmarks/tables.py's five tables, splits and encoding (issue 27 §6), the defaults beside
+        # the oracle: benchmarks/results/peer_opacus_centered_tables.json (~15 min)
 """
 
 from __future__ import annotations
@@ -161,6 +167,20 @@ def _fashion_split(path):
              d["test_images"].reshape(10000, -1).astype(np.float64), d["train_labels"], d["test_labels"])]
 
 
+def _scatter_split(path):
+    """[(X_train, X_test, y_train, y_test)]: Fashion-MNIST's ScatterNet features (d = 3,969, norm 1;
+    benchmarks/fashion_mnist, cached on disk), the same 50,000 training rows as auto_config.py's
+    fashion_scatter and the 10,000 test images."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fashion_mnist.data import features
+
+    f = features("scatter", data_path=path, threads=2, log=lambda *a: None)
+    (Xtr, ytr), (Xte, yte) = f["train"], f["test"]
+    return [(Xtr.astype(np.float64), Xte.astype(np.float64), ytr, yte)]
+
+
 def _fair():
     """statsmodels' fair table as numbers: affairs > 0 (32 % positive); the occupation codes 1–6 of
     both spouses one-hot encoded with their categories declared (a fixed map of each row)."""
@@ -170,6 +190,18 @@ def _fair():
     cols = [c for c in d.columns if c not in ("affairs", "occupation", "occupation_husb")]
     onehot = [(d[c].to_numpy()[:, None] == np.arange(1, 7)).astype(float) for c in ("occupation", "occupation_husb")]
     return np.hstack([d[cols].to_numpy(dtype=float), *onehot]), (d["affairs"] > 0).astype(int).to_numpy()
+
+
+def _tables():
+    """benchmarks/tables.py's tables as numbers: its declared one-hot map applied to every row (a
+    fixed map: the categories are declared, nothing is learnt from the rows)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from tables import _encoder, tables
+
+    return {name: (_encoder(cats).fit(X).transform(X).astype(float), np.asarray(y))
+            for name, X, y, cats in tables()}
 
 
 def main(argv=None) -> int:
@@ -187,21 +219,31 @@ def main(argv=None) -> int:
                     help="statsmodels' fair table instead (affairs > 0; occupation codes one-hot encoded with "
                          "their categories declared), a data set the automatic configuration was not designed "
                          "on, with noisysgd's defaults beside the oracle (issue 26 §4); needs statsmodels")
+    ap.add_argument("--tables", action="store_true",
+                    help="benchmarks/tables.py's five tables (statsmodels' fair, randhie, anes96; mixed-units "
+                         "make_classification; raw breast_cancer), its 75/25 splits and declared one-hot map, "
+                         "with noisysgd's defaults beside the oracle (issue 27 §6); needs statsmodels")
     ap.add_argument("--fashion", metavar="DIR", default=None,
                     help="Fashion-MNIST's raw pixels instead (IDX files in DIR, e.g. Debian's dataset-fashion-mnist; "
                          "its own 60,000/10,000 split), seed 0 only, the grid narrowed to FASHION_GRID (~15 min)")
+    ap.add_argument("--scatter", action="store_true",
+                    help="with --fashion: its ScatterNet features (needs kymatio; computed once and cached) "
+                         "instead of the pixels")
     args = ap.parse_args(argv)
     out_path = OUT.with_name("peer_opacus_centered.json") if args.centered else OUT
     if args.fashion:
-        out_path = out_path.with_name(out_path.stem + "_fashion_pixels.json")
+        out_path = out_path.with_name(out_path.stem + ("_fashion_scatter.json" if args.scatter
+                                                       else "_fashion_pixels.json"))
     if args.adjacency == "add-remove":
         out_path = out_path.with_name(out_path.stem + "_add_remove.json")
     if args.held_out:
         out_path = out_path.with_name(out_path.stem + "_held_out.json")
+    if args.tables:
+        out_path = out_path.with_name(out_path.stem + "_tables.json")
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # Opacus' secure-RNG notice and torch's backward-hook notices, per fit
     grid_spec, seeds = (FASHION_GRID, (0,)) if args.fashion else (GRID, SEEDS)
-    data = {"fashion_pixels": None} if args.fashion else {"fair": _fair()} if args.held_out else {
+    data = {"fashion_scatter" if args.scatter else "fashion_pixels": None} if args.fashion else {"fair": _fair()} if args.held_out else _tables() if args.tables else {
         "digits": load_digits(return_X_y=True),
         "breast_cancer": load_breast_cancer(return_X_y=True),
         "synthetic": make_classification(n_samples=20000, n_features=50, random_state=0),
@@ -210,11 +252,12 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for name, Xy in data.items():
         X, y = Xy if Xy is not None else (None, None)
-        if name == "fashion_pixels":
-            splits, k = _fashion_split(args.fashion), 10
+        if name in ("fashion_pixels", "fashion_scatter"):
+            splits, k = (_scatter_split if args.scatter else _fashion_split)(args.fashion), 10
         else:
             k = int(np.max(y)) + 1
-            splits = [train_test_split(X, y, test_size=0.2, random_state=s, stratify=y) for s in seeds]
+            splits = [train_test_split(X, y, test_size=0.25 if args.tables else 0.2, random_state=s, stratify=y)
+                      for s in seeds]
 
         def score(cfg, eps):
             res = [_fit(Xtr, ytr, Xte, yte, k=k, epsilon=eps, seed=s, centered=args.centered,
@@ -237,7 +280,7 @@ def main(argv=None) -> int:
         for eps, r in sorted(rows.items(), key=lambda kv: float(kv[0])):
             print(f"{name} ORACLE eps {eps}: {r['mean']:.3f} ± {r['std']:.3f}  {r['config']}", flush=True)
         out["datasets"][name] = {"oracle": rows, "grid_at_eps_1": grid}
-        if args.adjacency == "add-remove" or args.held_out or args.fashion:
+        if args.adjacency == "add-remove" or args.held_out or args.fashion or args.tables:
             out["datasets"][name]["noisysgd_defaults"] = _defaults(splits, k, args.adjacency, seeds)
         out["centered"], out["adjacency"] = args.centered, args.adjacency
         out_path.write_text(json.dumps(out, indent=1) + "\n")

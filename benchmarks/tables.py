@@ -11,7 +11,9 @@ project dependency):
 * ``randhie`` (20,190 rows): ten or more medical visits (mdvis ≥ 10, imbalanced); log
   coinsurance, log income, a disease count up to ~60 and 0/1 dummies;
 * ``anes96`` (944 rows): voted for Dole (vote); party identification (0–6), education (1–7)
-  and income (1–24) as declared categories, population in thousands up to ~7,300, age.
+  and income (1–24) as declared categories, population in thousands up to ~7,300, age;
+* scikit-learn's ``make_classification(20000, 50)`` with its columns in mixed units (each
+  multiplied by 10^U(−3, 3)) and ``breast_cancer``'s raw columns (issue 27's targets).
 
 Models, 3 seeds of a stratified 75/25 split, ε ∈ {0.5, 1, 3} (δ the defaults'):
 
@@ -25,7 +27,10 @@ Models, 3 seeds of a stratified 75/25 split, ε ∈ {0.5, 1, 3} (δ the defaults
 For each: accuracy, balanced accuracy and whether a ``UserWarning`` said the model is near
 chance.  Writes ``benchmarks/results/tables.json``::
 
-    python benchmarks/tables.py        # ~3 min
+    python benchmarks/tables.py        # ~6 min
+
+The same tables, splits and encoding against peers: ``benchmarks/peer_diffprivlib.py --tables``
+and ``benchmarks/peer_opacus.py --centered --tables``.
 """
 
 from __future__ import annotations
@@ -54,6 +59,21 @@ def tables():
     yield ("anes96: vote", d.drop(columns=["vote", "logpopul"]), d["vote"].astype(int).to_numpy(),
            {"PID": [float(v) for v in range(7)], "educ": [float(v) for v in range(1, 8)],
             "income": [float(v) for v in range(1, 25)]})
+    yield from _sklearn_tables()
+
+
+def _sklearn_tables():
+    """The two tables of issue 27's targets: make_classification(20000, 50) with every column
+    multiplied by 10^U(-3, 3) (benchmarks/private_scaling.py's mixed units) and breast_cancer's
+    raw columns; no categorical column."""
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer, make_classification
+
+    X, y = make_classification(n_samples=20000, n_features=50, n_informative=20, random_state=0)
+    X = X * 10.0 ** np.random.default_rng(1).uniform(-3, 3, size=50)
+    yield "make_classification, mixed units", pd.DataFrame(X, columns=[f"x{j}" for j in range(50)]), y, {}
+    X, y = load_breast_cancer(return_X_y=True)
+    yield "breast_cancer (raw)", pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]), y, {}
 
 
 def _encoder(categories):
@@ -79,6 +99,36 @@ def _private(X_tr, y_tr, X_te, categories, eps, seed, **kw):
     near = any("barely better than predicting one class" in str(w.message) for w in caught)
     leak = any(type(w.message).__name__ == "PrivacyLeakWarning" for w in caught)
     return pipe.predict(X_te), near, leak
+
+
+def markdown_table(results=OUT.parent) -> list[str]:
+    """docs/accuracy.md §4a's table, rendered from tables.json and the peers' JSON files
+    (tests/test_docs_tables.py checks that the docs show it as the files say)."""
+    results = Path(results)
+    ours = json.loads((results / "tables.json").read_text())["rows"]
+    dpl = json.loads((results / "peer_diffprivlib_tables.json").read_text())["rows"]
+    opacus = json.loads((results / "peer_opacus_centered_tables.json").read_text())["datasets"]
+
+    def cell(r):
+        extra = [f"bal. {r['balanced_accuracy_mean']:.3f}"]
+        if sum(r.get("warned", [])):
+            extra.append(f"warned {sum(r['warned'])}/3")
+        return f"{r['accuracy_mean']:.3f} ± {r['accuracy_std']:.3f} ({', '.join(extra)})"
+
+    lines = ['| table | ε | majority | non-private LR | defaults | `feature_range="private"` | diffprivlib '
+             '| Opacus ORACLE (same private mean) |', "|---|---|---|---|---|---|---|---|"]
+    for name in dict.fromkeys(r["data"] for r in ours):
+        for eps in EPSILONS:
+            rows = {r["method"]: r for r in ours if r["data"] == name and r["epsilon"] == eps}
+            d = next(r for r in dpl if r["data"] == name and r["epsilon"] == eps)
+            o = opacus[name]["oracle"][f"{eps:g}"]
+            lr = rows["non-private LR"]
+            lines.append(f"| {name} | {eps:g} | {rows['majority']['accuracy_mean']:.3f} "
+                         f"| {lr['accuracy_mean']:.3f} (bal. {lr['balanced_accuracy_mean']:.3f}) "
+                         f"| {cell(rows['defaults'])} | {cell(rows['feature_range=' + chr(34) + 'private' + chr(34)])} "
+                         f"| {d['accuracy_mean']:.3f} ± {d['accuracy_std']:.3f} (bal. {d['balanced_accuracy_mean']:.3f}) "
+                         f"| {o['mean']:.3f} ± {o['std']:.3f} |")
+    return lines
 
 
 def main() -> int:

@@ -1,0 +1,26 @@
+"""The result tables docs/accuracy.md shows are the benchmark files' numbers (they cannot drift)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tables_of_section_4a_are_the_benchmark_results():
+    # benchmarks/tables.py, peer_diffprivlib.py --tables and peer_opacus.py --centered --tables write
+    # the JSON files; the docs' table is rendered from them, row for row
+    docs = (ROOT / "docs" / "accuracy.md").read_text().splitlines()
+    lines = _benchmark("tables").markdown_table()
+    assert len(lines) == 2 + 5 * 3
+    missing = [line for line in lines if line not in docs]
+    assert not missing, ("docs/accuracy.md §4a differs from benchmarks/results (re-render with "
+                         "benchmarks/tables.py's markdown_table()): " + "\n".join(missing))
