@@ -159,3 +159,22 @@ def test_train_cli_class_weight(tmp_path, capsys):
                          "--class-weight", flag]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 40), st.floats(-6, 6), st.integers(0, 10**6))
+def test_dominant_columns_is_a_property_of_relative_scales(d, log_scale, seed):
+    # a statistic of the rows' squared norms: the same for the table in any unit, none for columns
+    # of one scale, and the blown-up column found when one column is 10^4 times the others
+    from noisysgd.train.diagnostics import dominant_columns
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(200, d))
+    assert dominant_columns(X) is None
+    j = int(rng.integers(d))
+    Y = X.copy()
+    Y[:, j] *= 1e4
+    found = dominant_columns(Y)
+    assert found is not None and found["columns"] == [j] and found["share"] >= 0.99
+    scaled = dominant_columns(Y * 10.0 ** log_scale)
+    assert scaled["columns"] == found["columns"] and scaled["share"] == pytest.approx(found["share"], rel=1e-9)

@@ -435,3 +435,32 @@ def test_a_classifier_near_chance_says_so_once():
         warnings.simplefilter("always")
         NoisySGDClassifier(epsilon=1.0, classes=[0, 1], feature_clip=3.0, random_state=0).fit(Xb, yb)
     assert not [w for w in caught if "barely better" in str(w.message)]
+
+
+def test_raw_columns_in_mixed_units_are_never_silent():
+    """Issue 27 §3: centered columns in mixed units (make_classification x 10^U(-3, 3)): the private
+    mean is ~0 and cannot show which columns take the clipped norm; the training rows do (a
+    statistic shown to whoever fits, labelled not private).  One line, once: where the private
+    mean already named the columns (raw breast_cancer) the rows' line is not repeated; pixels,
+    and rows scaled by ranges, are silent."""
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+
+    X, y = make_classification(n_samples=3000, n_features=20, n_informative=8, random_state=0)
+    X = X * 10.0 ** np.random.default_rng(1).uniform(-3, 3, size=20)
+    big = sorted(np.argsort((X ** 2).sum(axis=0))[::-1][:2].tolist())
+
+    def norm_lines(A, b, **kw):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            NoisySGDClassifier(epsilon=1.0, classes=sorted(set(b)), random_state=0, **kw).fit(A, b)
+        return [str(w.message) for w in caught if "squared norm" in str(w.message)]
+
+    lines = norm_lines(X, y)
+    assert len(lines) == 1 and "training rows' squared norm" in lines[0] and "not private" in lines[0]
+    assert all(f"{j}" in lines[0].split("carr")[0] for j in big)   # the largest columns are named
+    assert norm_lines(X, y, feature_range=(X.min(axis=0), X.max(axis=0))) == []
+    lines = norm_lines(*load_breast_cancer(return_X_y=True))
+    assert len(lines) == 1 and "private mean's squared norm" in lines[0]
+    assert norm_lines(*load_digits(return_X_y=True)) == []

@@ -261,3 +261,22 @@ def test_a_model_near_chance_is_never_silent(tmp_path, capsys, blobs):
     labels = np.where(y == 1, "yes", "no")
     assert balanced == pytest.approx(balanced_accuracy_score(labels, noisysgd.load_model(good).predict(X)), abs=1e-12)
     assert balanced > 0.8
+
+
+def test_raw_columns_in_mixed_units_are_said_once(tmp_path, capsys):
+    # centered columns in mixed units: the private mean cannot show them, the rows' statistic does
+    # (one line, not private); --feature-range private is silent about it
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 6)) * np.array([1e3, 1.0, 0.01, 1.0, 0.1, 1.0])
+    y = (X[:, 1] + X[:, 3] > 0).astype(int)
+    path = tmp_path / "mixed0.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", comments="",
+               header=",".join([f"c{i}" for i in range(6)] + ["y"]))
+    assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0",
+                 "--out", str(tmp_path / "m")]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "squared norm" in line]
+    assert len(lines) == 1 and "feature column 0 carries" in lines[0] and "not private" in lines[0]
+    assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0", "--feature-range",
+                 "private", "--epsilon", "3", "--out", str(tmp_path / "p")]) == 0
+    assert "training rows' squared norm" not in capsys.readouterr().err

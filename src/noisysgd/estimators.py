@@ -66,7 +66,7 @@ from .preprocessing import (_check_feature_range, _warn_about_private_preprocess
                             scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
-from .train.diagnostics import check_rows, near_chance, near_chance_message
+from .train.diagnostics import fit_warnings
 from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
                           fit_private, public_size)
 
@@ -778,14 +778,14 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
             raise _param_error(self, "class_weight", given, "a dict of positive finite weights") from None
 
     def _warn_if_near_chance(self, X, y) -> None:
-        """One warning when the fitted model is barely better than predicting one class on its
-        training rows (:func:`noisysgd.train.diagnostics.near_chance`, labelled not private)."""
-        found = near_chance(y[(rows := check_rows(len(y)))], self.predict(X[rows]))  # ≤ 16,384 rows
-        if found is not None:
-            warnings.warn(near_chance_message(
-                found, f"{type(self).__name__}: ", "Rescale columns on large scales (or feature_range='private'), "
-                "one-hot encode codes, weigh the rare class (class_weight), lower alpha, or raise epsilon"),
-                UserWarning, stacklevel=3)
+        """:func:`noisysgd.train.diagnostics.fit_warnings` (raw columns taking the norm, unless the mean said it)."""
+        said = "dominant_columns" in (self.privacy_report_.get("preprocessing") or {})
+        for line in fit_warnings(X, y, self.predict, who=f"{type(self).__name__}: ", raw=self._feature_range is None
+                                 and not said,
+                                 clip=self._feature_clip, advice="Rescale columns on large scales (public bounds: "
+                                 "feature_range=(low, high) arrays, or feature_range='private'), one-hot encode codes, "
+                                 "weigh the rare class (class_weight), lower alpha, or raise epsilon"):
+            warnings.warn(line, UserWarning, stacklevel=3)
 
     def decision_function(self, X):
         """Scores of the (feature-clipped) examples: (n,) for two classes, else (n, k)."""

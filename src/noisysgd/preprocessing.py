@@ -338,7 +338,9 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     }
     if used:
         details["mean"] = mean.tolist()  # released with the model (it maps every row it scores)
-        _warn_if_one_column_dominates(mean, m2, radius)
+        dominant = _warn_if_one_column_dominates(mean, m2, radius)
+        if dominant:  # post-processing of the released mean
+            details["dominant_columns"] = dominant
     else:  # post-processing of the released mean: saying so leaks nothing more
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
@@ -356,18 +358,19 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
 DOMINANT_SHARE = 0.9
 
 
-def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) -> None:
+def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) -> list | None:
     """One warning when the released private mean shows a few columns taking the clipped
     rows' norm (post-processing of the mean: free): rows clipped to the norm ``radius`` are
-    then mostly those columns, and the others, on smaller scales, keep little signal."""
+    then mostly those columns, and the others, on smaller scales, keep little signal.
+    Returns those columns (None when it did not warn)."""
     d = mean.size
     if d < 2 or m2 <= 0.25 * radius * radius:
-        return
+        return None
     share = mean * mean / m2
     order = np.argsort(share)[::-1]
     k = int(np.searchsorted(np.cumsum(share[order]), DOMINANT_SHARE, side="right")) + 1
     if k > max(1, d // 5) or k >= d:
-        return
+        return None
     cols = sorted(int(j) for j in order[:k])
     which = (f"feature column {cols[0]} carries" if k == 1 else
              f"feature columns {', '.join(map(str, cols))} carry")
@@ -378,6 +381,7 @@ def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) ->
         "rescale the columns before training, declare public per-column bounds (feature_range=(low, high) "
         "arrays), or use feature_range='private'",
         UserWarning, stacklevel=4)
+    return cols
 
 
 def private_center_within(X, epsilon: float, delta: float, *, radius: float, adjacency: str, seed=None,

@@ -45,7 +45,8 @@ from ..model import model_document
 from ..run import BATCHING_SCHEMES
 from ..train import ClassWeighted, Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
-from ..train.diagnostics import balanced_accuracy, near_chance, near_chance_message
+from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message,
+                                 near_chance, near_chance_message)
 from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private, public_size
 from .common import add_categorical_flag, categorical_arg, write_outputs
 
@@ -513,6 +514,8 @@ def cmd_train(args) -> int:
     _check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
     _learning_rate(args.lr)
     frange, query, delta = None, None, args.delta
+    # raw columns on large scales (statistics of the training rows, not private), said after training
+    dominant = dominant_columns(X[check_rows(X.shape[0])]) if args.feature_range is None else None
     with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once training ran
         warnings.simplefilter("always")
         if args.feature_range is not None:
@@ -539,6 +542,10 @@ def cmd_train(args) -> int:
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
     pred = result.predict(X)
     quality = {metric: _quality(args.task, pred, y, classes)}
+    if dominant is not None and "dominant_columns" not in (fit.certificate.get("preprocessing") or {}):
+        warnings.warn(dominant_columns_message(  # (unless the private mean said it already)
+            dominant, "", args.feature_clip, "Rescale the columns to comparable units before training, or use "
+            "--feature-range private"), UserWarning, stacklevel=2)
     if args.task == "classification":
         quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)
         _warn_if_near_chance(pred, y, classes)

@@ -1,16 +1,18 @@
-"""What a fitted classifier's predictions on its own training rows say about it.
+"""What a fitted classifier's predictions on its own training rows, and those rows, say about it.
 
 These are statistics of the training data — *not* covered by any certificate —
 shown only to whoever fits (a warning line, the CLI's ``metrics.json``, which
 say so).  :func:`near_chance` finds the majority-class models that must never
-be silent (issue 27 §3).
+be silent; :func:`dominant_columns` the raw tables whose few columns on large
+scales take the clipped rows' norm (issue 27 §3).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["balanced_accuracy", "near_chance", "check_rows", "NEAR_CHANCE", "CHECK_ROWS"]
+__all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "fit_warnings", "NEAR_CHANCE",
+           "CHECK_ROWS", "DOMINANT_SHARE"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
 #: present) is said to be near chance.
@@ -65,3 +67,59 @@ def near_chance_message(found: dict, who: str, advice: str) -> str:
     return (f"{who}the model is barely better than predicting one class: balanced accuracy {found['balanced']:.3f} "
             f"on the training rows against {found['chance']:.3f} for a constant, class {found['label']!r} "
             f"predicted for {found['share']:.1%} of them (statistics of the training data, not private). {advice}")
+
+
+#: A few raw columns carrying this share of the training rows' squared norm take the norm the rows
+#: are clipped to (:func:`dominant_columns`).
+DOMINANT_SHARE = 0.99
+
+
+def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
+    """``{"columns", "share"}`` when at most max(1, d // 5) columns (and fewer than d) carry
+    ``share`` of the total squared norm of the rows ``X`` (raw features, before any scaling),
+    else None: rows clipped to a norm are then mostly those columns, and the columns on
+    smaller scales keep little signal — the mixed units of raw tables, which the private mean
+    cannot show when the columns are centered (issue 27 §3).
+
+    >>> X = np.array([[1000.0, 0.1, -0.2, 0.3, 0.1], [-900.0, 0.2, 0.1, -0.1, 0.2]])
+    >>> dominant_columns(X)["columns"], dominant_columns(X[:, 1:]) is None
+    ([0], True)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    d = X.shape[1]
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if d < 2 or not top > 0.0:
+        return None
+    col = np.einsum("ij,ij->j", X / top, X / top)     # scaled: no square overflows
+    order = np.argsort(col)[::-1]
+    cum = np.cumsum(col[order]) / col.sum()
+    k = int(np.searchsorted(cum, share, side="left")) + 1
+    if k > max(1, d // 5) or k >= d:
+        return None
+    return {"columns": sorted(int(j) for j in order[:k]), "share": float(cum[k - 1])}
+
+
+def dominant_columns_message(found: dict, who: str, clip: float, advice: str) -> str:
+    """The one warning line for :func:`dominant_columns`' finding."""
+    cols = found["columns"]
+    which = f"feature column {cols[0]} carries" if len(cols) == 1 else \
+        f"feature columns {', '.join(map(str, cols[:8]))}{', ...' if len(cols) > 8 else ''} carry"
+    those = "that column" if len(cols) == 1 else "those columns"
+    return (f"{who}{which} {found['share']:.0%} of the training rows' squared norm (statistics of the training "
+            f"data, not private): rows clipped to norm {clip:g} are mostly {those}, and the columns on smaller "
+            f"scales keep little signal. {advice}")
+
+
+def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice: str) -> list[str]:
+    """The lines a fit prints about its training rows (a strided sample, :func:`check_rows`): a
+    few raw columns taking the rows' norm (``raw``: the rows were not scaled by ranges first),
+    then a model near chance."""
+    rows = check_rows(len(y))
+    out = []
+    found = dominant_columns(X[rows]) if raw else None
+    if found is not None:
+        out.append(dominant_columns_message(found, who, clip, advice))
+    chance = near_chance(np.asarray(y)[rows], predict(X[rows]))
+    if chance is not None:
+        out.append(near_chance_message(chance, who, advice))
+    return out
