@@ -229,6 +229,9 @@ def main(argv=None) -> int:
     ap.add_argument("--scatter", action="store_true",
                     help="with --fashion: its ScatterNet features (needs kymatio; computed once and cached) "
                          "instead of the pixels")
+    ap.add_argument("--defaults-only", action="store_true",
+                    help="keep the oracle rows of the existing JSON file and re-run only noisysgd's defaults "
+                         "beside them (after a change of the defaults; the same splits and seeds)")
     args = ap.parse_args(argv)
     out_path = OUT.with_name("peer_opacus_centered.json") if args.centered else OUT
     if args.fashion:
@@ -249,6 +252,8 @@ def main(argv=None) -> int:
         "synthetic": make_classification(n_samples=20000, n_features=50, random_state=0),
     }
     out = {"grid": GRID, "seeds": list(SEEDS), "datasets": {}}
+    if args.defaults_only:
+        out = json.loads(out_path.read_text())
     t0 = time.perf_counter()
     for name, Xy in data.items():
         X, y = Xy if Xy is not None else (None, None)
@@ -268,6 +273,10 @@ def main(argv=None) -> int:
                     "seeds": accs,
                     "noise_multiplier": res[0][1]}
 
+        if args.defaults_only:
+            out["datasets"][name]["noisysgd_defaults"] = _defaults(splits, k, args.adjacency, seeds)
+            out_path.write_text(json.dumps(out, indent=1) + "\n")
+            continue
         grid = []
         for b, e, lr in itertools.product(grid_spec["batch_size"], grid_spec["epochs"], grid_spec["lr"]):
             cfg = {"batch_size": b, "epochs": e, "lr": lr}

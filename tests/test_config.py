@@ -5,8 +5,8 @@ import math
 import pytest
 
 import noisysgd
-from noisysgd.config import (COMPOSITION_GRID, COMPOSITION_SEARCH, GRID, LEGACY, SEARCH_ANALYSES, auto_config,
-                             proxy_terms, with_legacy_defaults)
+from noisysgd.config import (COMPOSITION_GRID, COMPOSITION_SEARCH, GRID, LEGACY, SEARCH_ANALYSES, STEP_FACTOR,
+                             auto_config, proxy_terms, with_legacy_defaults)
 
 PUBLIC = dict(n=500, d=5, outputs=1, delta=1e-5, lipschitz=math.sqrt(2.0), smoothness=0.5)
 
@@ -65,10 +65,13 @@ def test_the_choice_minimises_the_proxy_and_its_noise_meets_the_target():
         learning_rate=c["learning_rate"], noise_multiplier=c["noise_multiplier"], lipschitz=math.sqrt(2.0),
         smoothness=0.5 + c["alpha"], strong_convexity=c["alpha"], convex=True)
     if c["regime"] == "amplified composition":
-        # Bubeck's step 1/(M + λ + √(VT/2)/B) (within STEP_RANGE of the smoothness rule)
+        # ranked at Bubeck's step 1/(M + λ + √(VT/2)/B) (within STEP_RANGE of the smoothness rule),
+        # trained at STEP_FACTOR times it, below the smooth bound's 1/(M + λ)
         V = 6 * (c["noise_multiplier"] * math.sqrt(2.0) / c["batch_size"]) ** 2 + 2.0 / c["batch_size"]
         eta = 1.0 / (0.5 + c["alpha"] + math.sqrt(V * c["steps"] / 2) / cfg.assumptions["model_norm"])
-        assert c["learning_rate"] == pytest.approx(eta, rel=1e-12)
+        assert c["bound_step"] == pytest.approx(eta, rel=1e-12)
+        assert c["learning_rate"] == pytest.approx(min(STEP_FACTOR * eta, 0.98 / (0.5 + c["alpha"])), rel=1e-12)
+        assert c["learning_rate"] * (0.5 + c["alpha"]) < 1.0
         analyses = list(COMPOSITION_SEARCH)
     else:
         assert c["learning_rate"] == pytest.approx(0.5 / (0.5 + c["alpha"]))

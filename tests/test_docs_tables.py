@@ -24,3 +24,13 @@ def test_tables_of_section_4a_are_the_benchmark_results():
     missing = [line for line in lines if line not in docs]
     assert not missing, ("docs/accuracy.md §4a differs from benchmarks/results (re-render with "
                          "benchmarks/tables.py's markdown_table()): " + "\n".join(missing))
+
+
+def test_tables_of_section_1_are_the_benchmark_results():
+    # benchmarks/auto_config.py (and peer_opacus.py, peer_diffprivlib.py) write the JSON files
+    docs = (ROOT / "docs" / "accuracy.md").read_text().splitlines()
+    first, peers = _benchmark("auto_config").markdown_tables()
+    assert len(first) == len(peers) == 2 + 3 * 3
+    missing = [line for line in first + peers if line not in docs]
+    assert not missing, ("docs/accuracy.md §1 differs from benchmarks/results (re-render with "
+                         "benchmarks/auto_config.py's markdown_tables()): " + "\n".join(missing))

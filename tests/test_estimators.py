@@ -422,7 +422,7 @@ def test_a_classifier_near_chance_says_so_once():
 
     X, y = make_classification(n_samples=900, n_features=16, n_informative=6, weights=[0.61], random_state=0)
     X = np.abs(X) / 4
-    X[:, 0] *= 300
+    X[:, 0] *= 3000   # (at 300 the model's training balanced accuracy is 0.552: just clear of the 0.55 line)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)

@@ -65,8 +65,12 @@ is a third candidate; the proxy takes the smallest that holds.
 η = 1/(2(M + λ)) (under the analyses' contraction limits), certified by the best
 hidden-state bound, only the last iterate released.  The *amplified-composition*
 regime is DP-SGD's: Poisson batches at rate b/n (:data:`COMPOSITION_GRID`), certified
-by composition (every iterate covered: no contraction needed), with the step size that
-minimises the smooth bound, η = 1/(M + λ + √(VT/2)/B) (Bubeck 2015, Thm 6.3).  Both
+by composition (every iterate covered: no contraction needed), ranked at the step size that
+minimises the smooth bound, η* = 1/(M + λ + √(VT/2)/B) (Bubeck 2015, Thm 6.3), and trained at
+:data:`STEP_FACTOR`·η* (at most 0.98/(M + λ)): the bound's noise term charges the privacy noise
+on all p coordinates, while a generalised linear model's loss sees it only through its k scores
+(E[(ξᵀx)²] = σ²‖x‖² whatever p), so η* is cautious; the factor is empirical, measured on the
+data the search was designed on (:data:`STEP_FACTOR`).  Both
 regimes are scored by the same proxy and the smaller wins; the report says which
 (``chosen["regime"]``) and why.  On the data of docs/accuracy.md the composition regime
 wins the proxy, as the limit line (``noisysgd.limits``) says it should at small λ and
@@ -133,6 +137,14 @@ SCREEN_REL_TOL = 1e-1
 #: The step size η* of the composition regime is kept within this factor of the smoothness
 #: rule 1/(2(M + λ)) (a guard against a B or G far off the data's; the bound allows any η).
 STEP_RANGE = 16.0
+#: The composition regime trains at this multiple of the smooth bound's step η* (at most
+#: 0.98/(M + λ), the bound's range), while the proxy ranks the candidates at η* itself.  The
+#: bound charges the privacy noise on all p coordinates (V = p(zL/b)²), where a generalised
+#: linear model's loss sees it only through its scores; measured on the data the search was
+#: designed on (docs/accuracy.md §1a, 3 seeds), 2η* gained 0.4–3.8 points over η* on digits,
+#: breast_cancer and Fashion-MNIST (pixels and ScatterNet) and cost at most 0.5 on
+#: make_classification; 3η* gained more on Fashion-MNIST and lost more on the others.
+STEP_FACTOR = 2.0
 #: The batchings searched under add/remove adjacency, where :class:`~noisysgd.run.Run`
 #: refuses cyclic and full batches (an added row moves every later batch; issue 24):
 #: Poisson batches at the rate b/n of the declared public n, certified by composition with
@@ -197,8 +209,9 @@ class AutoConfig:
 
 def _regime_why(c: dict) -> str:
     if c.get("regime") == "amplified composition":
-        step = ("its step size chosen for optimisation (the smooth bound's 1/(M + λ + √(VT/2)/B)), free of any "
-                "contraction limit" if c.get("optimal_step") else "its step size the smoothness rule")
+        step = (f"its step size chosen for optimisation ({STEP_FACTOR:g}× the smooth bound's 1/(M + λ + √(VT/2)/B), "
+                "below 1/(M + λ)), free of any contraction limit" if c.get("optimal_step")
+                else "its step size the smoothness rule")
         return (f"regime: amplified composition (DP-SGD's: Poisson batches, {step}; every iterate covered, "
                 f"calibrated in the search by {c.get('analysis') or 'composition'}, certified by the run's best "
                 "bound), its proxy the smallest")
@@ -352,7 +365,8 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
                    "proxy": "min{(M+λ)/2·[c^T B² + ηV(1−c^T)/λ], B²/(2ηT) + ηG²/2, "
                             "B²/(2ηT) + ηV/(2(1−η(M+λ)))} + λB²/2, c = 1−ηλ, "
                             "V = p(zL/b)² + L²/b, G² = (L+λB)² + p(zL/b)²",
-                   "composition_step": "1/(M + λ + √(VT/2)/B) (Bubeck 2015, Thm 6.3)"}
+                   "composition_step": f"{STEP_FACTOR:g}/(M + λ + √(VT/2)/B), at most 0.98/(M + λ); ranked at "
+                                       "1/(M + λ + √(VT/2)/B) (Bubeck 2015, Thm 6.3)"}
     return AutoConfig(dict(chosen), tuple(rows), fixed, assumptions)
 
 
@@ -458,7 +472,10 @@ def _composition_row(ctx: _Search, b, epochs, lam, analyses, rel_tol) -> dict:
     # Bubeck 2015, Thm 6.3 (smooth convex SGD, variance V): η = 1/(M + λ + 1/γ), γ = (B/√V)·√(2/T)
     eta = 1.0 / (M + math.sqrt(V * steps / 2.0) / B)
     eta = min(max(eta, base / STEP_RANGE), base * STEP_RANGE)
-    row.update(learning_rate=eta, steps=steps, noise_multiplier=z, analysis=analysis)
+    # ranked by the proxy at the bound's own step η*; trained at STEP_FACTOR·η*, within the smooth
+    # bound's range η < 1/(M + λ) (module docstring: the bound over-charges the noise of a GLM)
+    trained = min(STEP_FACTOR * eta, 0.98 / M)
+    row.update(learning_rate=trained, bound_step=eta, steps=steps, noise_multiplier=z, analysis=analysis)
     row.update(proxy_terms(n=n, p=p, b=b, steps=steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B))
     return row
 
