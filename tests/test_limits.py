@@ -287,6 +287,12 @@ def test_plan_of_a_run_without_steps_has_its_limit_line():
     # plan ignores run.steps (the CLI's run has none): the limit line must not need them
     import noisysgd
 
+    from noisysgd.limits import limit_epsilons
+    from noisysgd.planning import LIMIT_CELLS
+
     run = _plan_run().replace(steps=None)
     p = noisysgd.plan(run, delta=1e-5, epochs="1:5", analyses=["composition"])
-    assert p.limit_line["epochs"] == [1, 2, 3, 4, 5] and all(v > 0 for v in p.limit_line["epsilon"])
+    assert p.limit_line["epochs"] == [1, 2, 3, 4, 5]
+    steps = [e * run.steps_per_epoch for e in range(1, 6)]
+    assert p.limit_line["epsilon"] == pytest.approx(
+        limit_epsilons(_plan_run(), steps, 1e-5, cells=LIMIT_CELLS), rel=1e-12)

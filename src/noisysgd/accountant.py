@@ -386,7 +386,7 @@ def calibrate(
         expensive = (pld,) if (pld in chosen and len(chosen) > 1
                                and _pld_is_expensive(run)) else ()
         run.require("steps", why="to calibrate the noise of the run")
-        start, factor = _start(run, target, d) if pld in chosen else _start(run, 0.0, d)
+        start, factor = _start(run, target, d, clt=pld in chosen)
         # Warnings raised at the noise levels tried on the way (an optimal order at the
         # edge of the grid, say) are not about the answer: the search is silent, and the
         # returned z is evaluated once more at the end, its warnings raised as usual.
@@ -402,9 +402,10 @@ def calibrate(
     return Calibration(z, target, d, z_report, tol, count)
 
 
-def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0) -> tuple[float, float]:
+def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0, *,
+           clt: bool = True) -> tuple[float, float]:
     """(where a calibration starts, its first step down): for sampled batches whose PLD is
-    searched (``epsilon`` > 0: the caller asks for it) 1.06× the central-limit estimate of the answer (:func:`~noisysgd.analyses.composition.clt_noise_multiplier`,
+    searched (``clt``) 1.06× the central-limit estimate of the answer (:func:`~noisysgd.analyses.composition.clt_noise_multiplier`,
     steps of 1.08: the bracket is usually found in two evaluations; the run's own z plays no part,
     so the answer does not depend on it), else the run's own z if it has one, else 1 (steps of 2).
     Only where the search starts: the answer is decided by evaluated bounds, whatever the start."""
@@ -412,7 +413,7 @@ def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0) -> tup
     from .gdp import gdp_mu
 
     fallback = (1.0 if run.noise_multiplier is None else max(run.noise_multiplier, 1e-3)), 2.0
-    if not (0.0 < epsilon < math.inf) or run.steps is None or not _pld_is_expensive(run):
+    if not clt or not (0.0 < epsilon < math.inf) or run.steps is None or not _pld_is_expensive(run):
         return fallback
     mu2 = gdp_mu(epsilon, delta) ** 2 - mu_query ** 2    # μ² of the run when the query takes μ_q²
     z = clt_noise_multiplier(run, math.sqrt(mu2)) if mu2 > 0.0 else None

@@ -363,19 +363,17 @@ def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) ->
     rows' norm (post-processing of the mean: free): rows clipped to the norm ``radius`` are
     then mostly those columns, and the others, on smaller scales, keep little signal.
     Returns those columns (None when it did not warn)."""
-    d = mean.size
-    if d < 2 or m2 <= 0.25 * radius * radius:
+    from .train.diagnostics import few_carry
+
+    found = few_carry(mean * mean, DOMINANT_SHARE) if m2 > 0.25 * radius * radius else None
+    if found is None:
         return None
-    share = mean * mean / m2
-    order = np.argsort(share)[::-1]
-    k = int(np.searchsorted(np.cumsum(share[order]), DOMINANT_SHARE, side="right")) + 1
-    if k > max(1, d // 5) or k >= d:
-        return None
-    cols = sorted(int(j) for j in order[:k])
+    cols, carried = found
+    k = len(cols)
     which = (f"feature column {cols[0]} carries" if k == 1 else
              f"feature columns {', '.join(map(str, cols))} carry")
     warnings.warn(
-        f"center='private': {which} {float(share[order[:k]].sum()):.0%} of the private mean's squared norm "
+        f"center='private': {which} {carried:.0%} of the private mean's squared norm "
         f"(norm {math.sqrt(m2):.3g} against the clip {radius:g}): rows clipped to norm {radius:g} are mostly "
         f"{'that column' if k == 1 else 'those columns'}, and the columns on smaller scales keep little signal; "
         "rescale the columns before training, declare public per-column bounds (feature_range=(low, high) "

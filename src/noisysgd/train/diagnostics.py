@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "fit_warnings", "NEAR_CHANCE",
+__all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "NEAR_CHANCE",
            "CHECK_ROWS", "DOMINANT_SHARE"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
@@ -86,17 +86,33 @@ def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
     ([0], True)
     """
     X = np.asarray(X, dtype=np.float64)
-    d = X.shape[1]
     top = float(np.max(np.abs(X))) if X.size else 0.0
-    if d < 2 or not top > 0.0:
+    if not top > 0.0:
         return None
-    col = np.einsum("ij,ij->j", X / top, X / top)     # scaled: no square overflows
-    order = np.argsort(col)[::-1]
-    cum = np.cumsum(col[order]) / col.sum()
-    k = int(np.searchsorted(cum, share, side="left")) + 1
+    found = few_carry(np.einsum("ij,ij->j", X / top, X / top), share)   # scaled: no square overflows
+    return None if found is None else {"columns": found[0], "share": found[1]}
+
+
+def few_carry(weights, share: float) -> tuple[list[int], float] | None:
+    """(the fewest columns whose non-negative ``weights`` carry more than ``share`` of the total,
+    the share they carry) when they are at most max(1, d // 5) columns and fewer than d, else
+    None — the rule of :func:`dominant_columns` (squared norms of the rows) and of the private
+    mean's own diagnosis (its squared coordinates, :mod:`noisysgd.preprocessing`).
+
+    >>> cols, carried = few_carry([0.1, 9.5, 0.2, 0.1, 0.1, 0.5], 0.9)
+    >>> cols, round(carried, 4), few_carry([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 0.9)
+    ([1], 0.9048, None)
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    d, total = w.size, float(w.sum())
+    if d < 2 or not total > 0.0:
+        return None
+    order = np.argsort(w)[::-1]
+    cum = np.cumsum(w[order]) / total
+    k = int(np.searchsorted(cum, share, side="right")) + 1
     if k > max(1, d // 5) or k >= d:
         return None
-    return {"columns": sorted(int(j) for j in order[:k]), "share": float(cum[k - 1])}
+    return sorted(int(j) for j in order[:k]), float(cum[k - 1])
 
 
 def dominant_columns_message(found: dict, who: str, clip: float, advice: str) -> str:
