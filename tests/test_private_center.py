@@ -437,27 +437,3 @@ def test_the_total_calibrated_directly_is_the_smallest_noise_to_the_tolerance(ad
     assert composed_epsilon(below, query) > 1.0
     two_stage = calibrate_composed(run, noisysgd.calibrate(run, epsilon=share, delta=delta, rel_tol=tol), query, None)
     assert z == pytest.approx(two_stage.noise_multiplier, rel=2 * tol)
-
-
-@settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 40), d=st.integers(1, 6), radius=st.floats(0.1, 5.0), clip=st.floats(0.1, 5.0),
-       bias=st.floats(0.01, 3.0), seed=st.integers(0, 2**31 - 1))
-def test_the_trainer_builds_its_rows_in_the_centered_copy_s_spare_column(n, d, radius, clip, bias, seed):
-    """Issue 28 §4: ``center_rows(..., spare_column=True)`` lays the centered rows out in an (n, d + 1)
-    buffer and the trainer's X̄ is built in it, in place — bit for bit the X̄ and norms of the copying
-    path, and no second copy of the data; a plain array (or float32 training) still gets its own X̄."""
-    from noisysgd.preprocessing import center_rows
-    from noisysgd.train.losses import SpareColumn, _augment
-
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * rng.uniform(0.01, 10.0, size=(n, 1))
-    m = rng.normal(size=d) * 0.3
-    plain, spare = center_rows(X, m, radius), center_rows(X, m, radius, spare_column=True)
-    assert type(spare) is SpareColumn and np.array_equal(plain, np.asarray(spare))
-    f64 = np.dtype(np.float64)
-    A, na = _augment(plain, clip, f64, bias=bias)
-    B, nb = _augment(spare, clip, f64, bias=bias)
-    assert B is spare.buffer and np.shares_memory(B, spare)
-    assert np.array_equal(A, B) and np.array_equal(na, nb)
-    C, _ = _augment(center_rows(X, m, radius, spare_column=True), clip, np.dtype(np.float32), bias=bias)
-    assert C.dtype == np.float32 and np.array_equal(C, A.astype(np.float32))

@@ -360,18 +360,18 @@ class _NoisySGDBase(BaseEstimator):
         raise _param_error(self, "center", rule, "None, 'private' or 'auto'")
 
     def _private_center(self, p, X, recorded=None):
-        """``center="private"``: the rows clipped to ``feature_clip`` minus a DP mean
-        (:func:`noisysgd.preprocessing.private_center_within`), clipped to the R_c it gives,
-        which becomes the training's feature clip (and, for ``intercept_scaling="auto"``, sets
-        the bias coordinate); ``p``'s target is lowered to the rest as for private ranges."""
+        """``center="private"``: the rows clipped to ``feature_clip`` minus a DP mean (``private_center_within``),
+        clipped to the R_c it gives, the training's feature clip (``intercept_scaling="auto"``: it sets the bias
+        coordinate); ``p``'s target is lowered to the rest as for private ranges. The rows are not formed."""
         from .preprocessing import private_center_within
+        from .train.rows import CenteredRows
 
         delta = p["delta"] if p["delta"] is not None else _default_delta(p["n"])
         center, clip, details, p["epsilon"], p["delta"] = private_center_within(
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
             secure_mode=self.secure_mode, recorded=recorded)
         if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-            X = center_rows(X, center, p["feature_clip"], spare_column=True)  # X̄ is built in its buffer
+            X = CenteredRows(X, center, p["feature_clip"])  # described: the trainer reads X itself
             if _is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
                 p["intercept_scaling"] = auto_intercept_scaling(clip)
             p["feature_clip"] = clip

@@ -49,6 +49,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .train import PrivacyLeakWarning
+from .train.rows import center_rows, clip_rows  # (the trainer's own maps; exported here)
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "SPREAD", "warn_if_private_preprocessing", "private_feature_ranges",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
@@ -237,36 +238,6 @@ def _recorded_part(recorded: dict | None, key: str) -> dict | None:
         if isinstance(part, dict) and key in part:
             return part
     return None
-
-
-def clip_rows(X, radius: float, out: np.ndarray | None = None) -> np.ndarray:
-    """Each row of ``X`` scaled down to norm ``radius`` if it is longer (as the trainer clips),
-    into ``out`` if given (a float64 array of X's shape).
-
-    >>> clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
-    array([[0.6, 0.8],
-           [0.3, 0.4]])
-    """
-    from .train.losses import _row_norms
-
-    X = np.asarray(X, dtype=np.float64)
-    norms = _row_norms(X)[:, None]  # the trainer's norms: no overflow for huge entries
-    return np.multiply(X, radius / np.maximum(norms, radius), out=out)
-
-
-def center_rows(X, center, radius: float, *, spare_column: bool = False) -> np.ndarray:
-    """clip_radius(x) − ``center`` for every row: the map ``center="private"`` applies before the
-    trainer's own clip, in fit and in predict alike (:func:`private_center`).  One new array:
-    the clipped copy, centered in place; ``spare_column``: laid out in an (n, d + 1) buffer in
-    which the trainer builds its X̄ without a second copy (:class:`~noisysgd.train.losses.SpareColumn`)."""
-    out = None
-    if spare_column:
-        from .train.losses import SpareColumn
-
-        out = SpareColumn.empty(*np.shape(X))
-    rows = clip_rows(X, radius, out=None if out is None else out.view(np.ndarray))
-    rows -= center
-    return rows if out is None else out
 
 
 def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None) -> tuple:

@@ -350,7 +350,9 @@ def sampling_rdp(alpha, rho, log_c2, *, q: float, steps, return_info: bool = Fal
         # values at counts seen before, and past the step where every order was settled (where
         # the value is a function of T alone), are what a fresh run would compute
         out = np.array([memo.rows[int(t)] if int(t) in memo.rows else memo.rec.value(float(t)) for t in ts])
-        return _finish(out, alpha, scalar, return_info, memo.rec.fixed_at)
+        # a fresh run stops at the last count asked: what it certified by then, not what the memo did later
+        fixed_at = np.where(memo.rec.fixed_at <= ts[-1], memo.rec.fixed_at, np.inf)
+        return _finish(out, alpha, scalar, return_info, fixed_at)
     rec = _SamplingRecursion(r, q, math.exp(log_c2))
     out = np.empty((ts.size, alpha.size))
     nxt = 0

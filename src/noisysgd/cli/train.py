@@ -594,6 +594,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     ``args.feature_clip`` (and s = R_c/4 under --intercept-scaling auto).  Returns (center or
     None, X, holdout, the combined query, epsilon and delta left for training)."""
     from ..preprocessing import center_rows, combine_queries, private_center_within
+    from ..train.rows import CenteredRows
     from ..rdp import validate_delta
     from ..run import _real
     from ..private_fit import default_delta
@@ -607,7 +608,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
         X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
         secure_mode=args.secure_mode, recorded=_recorded(args))
     if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-        X = center_rows(X, center, args.feature_clip)
+        X = CenteredRows(X, center, args.feature_clip)  # described: the trainer reads X a batch at a time
         if holdout is not None:
             holdout = (center_rows(holdout[0], center, args.feature_clip), holdout[1])
         if args.intercept_auto:

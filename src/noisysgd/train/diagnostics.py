@@ -89,7 +89,11 @@ def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
     top = float(np.max(np.abs(X))) if X.size else 0.0
     if not top > 0.0:
         return None
-    found = few_carry(np.einsum("ij,ij->j", X / top, X / top), share)   # scaled: no square overflows
+    weights = np.zeros(X.shape[1])
+    for i in range(0, X.shape[0], 4096):  # scaled (no square overflows), a block at a time (no copy of X)
+        block = X[i:i + 4096] / top
+        weights += np.einsum("ij,ij->j", block, block)
+    found = few_carry(weights, share)
     return None if found is None else {"columns": found[0], "share": found[1]}
 
 

@@ -53,7 +53,8 @@ from ..run import Run
 from . import checkpoint as _ckpt
 from .batching import BatchStream, describe_batches, generator_from_state, run_batches
 from .leaks import check_declared_constants
-from .losses import Loss, LossConstants, _augment, _features, _float_dtype, _positive, _row_norms
+from .losses import Loss, LossConstants, _features, _float_dtype, _positive
+from .rows import CenteredRows, Rows, rows_of, source_norms
 from .secure import SecureRandom
 
 __all__ = ["TrainResult", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core", "StepHooks"]
@@ -152,18 +153,26 @@ class TrainResult:
     feature_clip: float | None = None
     intercept_scaling: float = 1.0
 
-    def _xbar(self, X):
+    def _blocks(self, X):
+        """x̄ of the rows of ``X`` (an array, or a :class:`~noisysgd.train.rows.CenteredRows`), a
+        block of rows at a time: predicting on the training rows forms no copy of them."""
         from .losses import augment
+        from .rows import block_rows
 
-        return augment(X, self.feature_clip, intercept_scaling=self.intercept_scaling, dtype=self.coef.dtype)
+        if not isinstance(X, CenteredRows):
+            X = _features(X)
+        step = block_rows(X.shape[1])
+        for i in range(0, max(X.shape[0], 1), step):
+            yield augment(X[i:i + step], self.feature_clip, intercept_scaling=self.intercept_scaling,
+                          dtype=self.coef.dtype)
 
     def scores(self, X) -> np.ndarray:
         """Scores x̄ᵀW of new examples (features clipped as in training)."""
-        return self.loss.scores(self.coef, self._xbar(X))
+        return np.concatenate([self.loss.scores(self.coef, Xbar) for Xbar in self._blocks(X)])
 
     def predict(self, X) -> np.ndarray:
         """Predictions of the loss (±1, class index, or real value)."""
-        return self.loss.predict(self.coef, self._xbar(X))
+        return np.concatenate([self.loss.predict(self.coef, Xbar) for Xbar in self._blocks(X)])
 
 
 # --------------------------------------------------------------------------- core
@@ -208,6 +217,8 @@ def noisy_sgd_core(
     is None, ξ_t ~ N(0, noise_std²·I) from ``noise_rng`` (none when
     ``noise_std`` is 0), Π the projection onto the ball of ``radius`` (none
     when None).  Arrays must already be in one float dtype (that of ``Xbar``).
+    ``Xbar`` is X̄ formed (n, d+1), or described (a :class:`~noisysgd.train.rows.Rows`, which
+    :func:`train` passes: the caller's rows are read a batch at a time, never copied whole).
 
     Returns (W, steps run, history); ``hooks`` (:class:`StepHooks`) says what
     runs after a step: the callback, the objective's records, the checkpoints.
@@ -232,14 +243,23 @@ def noisy_sgd_core(
     history = [] if hooks.history is None else hooks.history
     etas = [float(e) for e in np.asarray(step_sizes, dtype=float)]
     t = start_step
+    implicit = isinstance(Xbar, Rows)  # X̄ described, not formed (.rows): the same two matmuls
+    G = np.empty_like(W) if implicit else None
     for t, (batch, eta) in enumerate(zip(batches, etas), start=start_step + 1):
-        Xb = Xbar[batch]
-        S = Xb @ W
+        if implicit:
+            Xb = Xbar.gather(batch)
+            S = Xbar.scores(Xb, W)
+        else:
+            Xb = Xbar[batch]
+            S = Xb @ W
         if thresholds is None:
             D = loss.derivative(S, Y[batch])
         else:
             D = loss.clipped_derivative(S, Y[batch], thresholds[batch])
-        G = Xb.T @ D  # Σ_{i∈B} clipped ∇ℓ_i, one matmul back
+        if implicit:
+            Xbar.gradient_sum(Xb, D, out=G)
+        else:
+            G = Xb.T @ D  # Σ_{i∈B} clipped ∇ℓ_i, one matmul back
         G *= inv_b
         if noise is not None:
             noise_rng.standard_normal(dtype=dt, out=noise)
@@ -265,7 +285,8 @@ def noisy_sgd_core(
 
 
 def _record(loss, W, Xbar, Y, l2, t, per_epoch):
-    value = loss.value(W, Xbar, Y) + 0.5 * l2 * float(np.sum(np.square(W, dtype=float)))
+    value = Xbar.mean_value(loss, W, Y) if isinstance(Xbar, Rows) else loss.value(W, Xbar, Y)
+    value += 0.5 * l2 * float(np.sum(np.square(W, dtype=float)))
     return {"step": t, "epoch": t / per_epoch, "objective": value}
 
 
@@ -305,7 +326,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     if Yb is not None and not getattr(loss, "uses_target_bound", False):
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
     dt = _float_dtype(dtype)
-    X = _features(X)
+    X = CenteredRows(_features(X.X), X.center, X.radius) if isinstance(X, CenteredRows) else _features(X)
     if run.adjacency == "add-remove" and n_rows is not None:
         raise ValueError("run.adjacency must be 'replace' for data-parallel training (its shards tile run.n "
                          "rows, while under add-remove n is the declared public size and the data may hold "
@@ -358,7 +379,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
                     f"init must lie in the ball of radius D/2 = {radius:g} (run.diameter); found norm {norm!r}."
                 )
         init = W0
-    row_norms = _row_norms(X)
+    row_norms = source_norms(X)
     return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y, secure_mode, s)
 
 
@@ -725,7 +746,8 @@ def sgd(
 
 def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
-    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
+    Xbar = rows_of(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)  # not formed: no copy
+    norms = Xbar.norms
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y
     shape = loss.param_shape(p.X.shape[1])
     resumed = None if ledger is None else ledger.resumed

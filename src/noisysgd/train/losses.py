@@ -159,42 +159,14 @@ def _row_norms(X: np.ndarray) -> np.ndarray:
     return norms
 
 
-class SpareColumn(np.ndarray):
-    """A float64 (n, d) array of noisysgd's own making (the centered rows of ``center="private"``)
-    that is the first d columns of an (n, d + 1) buffer (``.buffer``): :func:`_augment` builds
-    X̄ in that buffer, in place, instead of a second copy of the data (issue 28 §4).  Anything
-    that turns it into a plain array (``np.asarray``) just loses the offer: X̄ is then copied."""
-
-    buffer: np.ndarray
-
-    @classmethod
-    def empty(cls, n: int, d: int) -> "SpareColumn":
-        buffer = np.empty((n, d + 1), dtype=np.float64)
-        rows = buffer[:, :-1].view(cls)
-        rows.buffer = buffer
-        return rows
-
-
-def _spare_buffer(X, dt) -> np.ndarray | None:
-    buffer = getattr(X, "buffer", None) if type(X) is SpareColumn else None
-    if (buffer is None or dt != np.float64 or buffer.shape != (X.shape[0], X.shape[1] + 1)
-            or X.__array_interface__["data"][0] != buffer.__array_interface__["data"][0]):
-        return None
-    return buffer
-
-
 def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None, bias: float = 1.0):
     """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X (``norms``: its ‖x_i‖;
     ``bias``: the intercept scaling s, the last coordinate of every x̄).
     The scaling is computed in float64 (row by row for a float32 X, so no
-    float64 copy of the whole X is made) and rounded once to ``dt``.  A :class:`SpareColumn`
-    X is scaled in place in its buffer, which becomes X̄ (X is then the clipped rows)."""
+    float64 copy of the whole X is made) and rounded once to ``dt``."""
     norms = _row_norms(X) if norms is None else norms
     scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
-    Xbar = _spare_buffer(X, dt)
-    if Xbar is not None:  # X is Xbar[:, :-1]: scaled in place
-        np.multiply(X, scale[:, None], out=X.view(np.ndarray))
-    elif X.dtype == np.float64:
+    if X.dtype == np.float64:
         Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
         np.multiply(X, scale[:, None], out=Xbar[:, :-1], casting="same_kind")
     else:
