@@ -189,17 +189,22 @@ def test_ranks_read_their_parquet_shards(tmp_path, arrays):
         np.testing.assert_array_equal(yr, y[offset:offset + Xr.shape[0]])
 
 
-def test_single_process_cli_hints_at_workers_for_big_mapped_data(tmp_path, arrays, monkeypatch, capsys):
+def test_single_process_cli_hints_only_where_a_flag_copies_big_mapped_data(tmp_path, arrays, monkeypatch, capsys):
+    """The engine reads a memory-mapped X a batch at a time (noisysgd.train.rows): no hint for a plain
+    run; --holdout copies the training rows, and the one line says so."""
     import noisysgd.cli.train as tc
     from noisysgd.cli import main
 
     X, y = arrays
     np.savez(tmp_path / "a.npz", X=X, y=y)
     monkeypatch.setattr(tc, "_LAZY_HINT_BYTES", 1)
-    assert main(["train", str(tmp_path / "a.npz"), "--target", "y", "--classes", "0,1", "--epsilon", "2", "--seed",
-                 "0", "--quiet", "--center", "none", "--out", str(tmp_path / "o")]) == 0
+    common = ["train", str(tmp_path / "a.npz"), "--target", "y", "--classes", "0,1", "--epsilon", "2", "--seed", "0",
+              "--quiet", "--center", "none"]
+    assert main([*common, "--out", str(tmp_path / "o")]) == 0
+    assert "memory-mapped" not in capsys.readouterr().err
+    assert main([*common, "--holdout", "0.2", "--out", str(tmp_path / "h")]) == 0
     err = capsys.readouterr().err
-    assert "add --workers 1 to read it a batch at a time" in err and len(err.strip().splitlines()) == 1
+    assert "but --holdout copies its rows into memory" in err and len(err.strip().splitlines()) == 1
 
 
 def test_memory_mapping_refused_by_an_address_space_limit_is_a_clear_error(tmp_path, monkeypatch, capsys):

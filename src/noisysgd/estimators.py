@@ -67,6 +67,7 @@ from .preprocessing import (_check_feature_range, _warn_about_private_preprocess
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
+from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
 from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
                           fit_private, public_size)
 
@@ -171,10 +172,6 @@ def _check_int(estimator, name, value, *, low=1, optional=False, auto=False):
             what += " or None" if optional else " or 'auto'"
         raise _param_error(estimator, name, value, what)
     return int(value)
-
-
-#: rows scored at a time by predict and decision_function (the temporaries are a block's)
-_SCORE_ROWS = 1 << 13
 
 
 class _NoisySGDBase(BaseEstimator):
@@ -485,7 +482,8 @@ class _NoisySGDBase(BaseEstimator):
         """Scores of the rows as trained on (scaled, centered, clipped), a block at a time (issue 28 §4)."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return np.concatenate([self._block_scores(X[i:i + _SCORE_ROWS]) for i in range(0, X.shape[0], _SCORE_ROWS)])
+        step = _score_rows(X.shape[1])
+        return np.concatenate([self._block_scores(X[i:i + step]) for i in range(0, X.shape[0], step)])
 
     def _block_scores(self, X):
         if getattr(self, "_feature_range", None) is not None:

@@ -300,7 +300,7 @@ def _learning_rate(text):
         raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {text!r}.") from None
 
 
-#: A memory-mapped input at least this large gets a hint to train it with --workers 1.
+#: A memory-mapped input at least this large gets a hint when a flag copies its rows into memory.
 _LAZY_HINT_BYTES = 1 << 30
 
 
@@ -497,10 +497,13 @@ def cmd_train(args) -> int:
         warnings.simplefilter("always")
         loss, y, classes = _loss(args, table.y)
     X = table.X
-    if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES:
-
-        warnings.warn(f"data: X is memory-mapped ({X.nbytes / 2**30:.1f} GiB) but the single-process engine "
-                      "copies it into memory; add --workers 1 to read it a batch at a time", UserWarning,
+    copying = [flag for flag, value in (("--holdout", args.holdout), ("--feature-range", args.feature_range))
+               if value is not None]
+    if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES and copying:
+        # (the engine itself reads the rows a batch at a time: noisysgd.train.rows)
+        verb = "copies" if len(copying) == 1 else "copy"
+        warnings.warn(f"data: X is memory-mapped ({X.nbytes / 2**30:.1f} GiB) but {' and '.join(copying)} {verb} "
+                      "its rows into memory; without them the rows are read a batch at a time", UserWarning,
                       stacklevel=2)
     holdout = None
     if args.holdout is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .rows import block_rows
+
 __all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "NEAR_CHANCE",
            "CHECK_ROWS", "DOMINANT_SHARE"]
 
@@ -86,12 +88,13 @@ def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
     ([0], True)
     """
     X = np.asarray(X, dtype=np.float64)
-    top = float(np.max(np.abs(X))) if X.size else 0.0
+    top = max(float(X.max()), -float(X.min())) if X.size else 0.0  # max |x| without an |X| temporary
     if not top > 0.0:
         return None
     weights = np.zeros(X.shape[1])
-    for i in range(0, X.shape[0], 4096):  # scaled (no square overflows), a block at a time (no copy of X)
-        block = X[i:i + 4096] / top
+    step = block_rows(X.shape[1])
+    for i in range(0, X.shape[0], step):  # scaled (no square overflows), a block at a time (no copy of X)
+        block = X[i:i + step] / top
         weights += np.einsum("ij,ij->j", block, block)
     found = few_carry(weights, share)
     return None if found is None else {"columns": found[0], "share": found[1]}
