@@ -167,3 +167,36 @@ def test_a_fit_trains_on_the_caller_s_rows(center, monkeypatch):
                              alpha=1e-5, center=center, classes=[0, 1], random_state=0).fit(X, y)
     assert len(seen) == 1 and isinstance(seen[0], Rows) and seen[0].X is X
     assert (seen[0].m is not None) == (center == "private") == (clf.center_ is not None)
+
+
+@pytest.mark.parametrize("center", [None, "private"])
+def test_float32_features_are_read_as_they_are(center, monkeypatch):
+    """float32 features are not converted to a float64 copy: the trainer reads the caller's float32
+    array (a batch at a time, each cast to float64, which is exact), so the model is the one of the
+    same features given in float64 — bit for bit without a private mean; with one, the mean's sum
+    is taken a block at a time (rounding: 1e-12)."""
+    from noisysgd import NoisySGDClassifier
+    from noisysgd.train import engine
+    from noisysgd.train.rows import Rows
+
+    seen = []
+    core = engine.noisy_sgd_core
+
+    def spying(loss, Xbar, *args, **kwargs):
+        seen.append(Xbar)
+        return core(loss, Xbar, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "noisy_sgd_core", spying)
+    rng = np.random.default_rng(0)
+    X = rng.random((3_000, 20)).astype(np.float32)
+    y = (X[:, 0] + 0.1 * rng.normal(size=3_000) > 0.5).astype(int)
+    kw = dict(epsilon=1.0, batching="poisson", batch_size=100, epochs=2, learning_rate=1.0, alpha=1e-5,
+              center=center, classes=[0, 1], random_state=0)
+    single = NoisySGDClassifier(**kw).fit(X, y)
+    assert isinstance(seen[0], Rows) and seen[0].X is X
+    double = NoisySGDClassifier(**kw).fit(X.astype(np.float64), y)
+    if center is None:
+        assert np.array_equal(single.coef_, double.coef_) and np.array_equal(single.intercept_, double.intercept_)
+    else:
+        assert np.allclose(single.coef_, double.coef_, rtol=0, atol=1e-12)
+    assert np.array_equal(single.predict(X), double.predict(X.astype(np.float64)))

@@ -68,6 +68,7 @@ from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
+_FLOATS = (np.float64, np.float32)  # float32 features are kept (read a batch at a time): no float64 copy
 from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
                           fit_private, public_size)
 
@@ -481,7 +482,7 @@ class _NoisySGDBase(BaseEstimator):
     def _scores(self, X):
         """Scores of the rows as trained on (scaled, centered, clipped), a block at a time (issue 28 §4)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=_FLOATS)
         step = _score_rows(X.shape[1])
         return np.concatenate([self._block_scores(X[i:i + step]) for i in range(0, X.shape[0], step)])
 
@@ -737,7 +738,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         """Calibrate the noise, train, and certify (see the class docstring)."""
         self._common()
         _check_choice(self, "multi_class", self.multi_class, ("softmax", "ovr"))
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=1)
+        X, y = validate_data(self, X, y, dtype=_FLOATS, ensure_min_samples=1)
         check_classification_targets(y)
         classes, encoded, source = encode_labels(y, self.classes)
         loss = self._class_weighted(classification_loss(classes.size, self.multi_class), classes.tolist())
@@ -887,7 +888,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
         _check_choice(self, "loss", self.loss, ("huber", "squared"))
         kappa = _check_real(self, "huber_delta", self.huber_delta)
         bound = _check_real(self, "target_bound", self.target_bound, optional=True)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=1)
+        X, y = validate_data(self, X, y, dtype=_FLOATS, y_numeric=True, ensure_min_samples=1)
         loss = Huber(kappa) if self.loss == "huber" else Squared()
         W = self._fit(X, y, loss, target_bound=bound)
         self.coef_ = W[:-1].copy()

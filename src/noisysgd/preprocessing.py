@@ -49,7 +49,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .train import PrivacyLeakWarning
-from .train.rows import center_rows, clip_rows  # (the trainer's own maps; exported here)
+from .train.rows import block_rows, center_rows, clip_rows  # (the trainer's own maps; exported here)
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "SPREAD", "warn_if_private_preprocessing", "private_feature_ranges",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
@@ -271,11 +271,18 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     from .train.leaks import check_declared_constants
     from .train.losses import _row_norms
 
-    X = np.asarray(X, dtype=np.float64)
+    if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
+        X = np.asarray(X, dtype=np.float64)
     norms = _row_norms(X)
     check_declared_constants(feature_clip=radius, row_norms=norms, stacklevel=4)
-    # Σ_i clip_R(x_i) = Σ_i s_i·x_i, s_i = min(1, R/‖x_i‖): one product, no clipped copy of X
-    clipped_sum = (radius / np.maximum(norms, radius)) @ X
+    # Σ_i clip_R(x_i) = Σ_i s_i·x_i, s_i = min(1, R/‖x_i‖): products a block at a time, in float64,
+    # no clipped copy of X (nor a float64 one of float32 features)
+    scale = radius / np.maximum(norms, radius)
+    if X.dtype == np.float64:
+        clipped_sum = scale @ X
+    else:
+        step = block_rows(X.shape[1])
+        clipped_sum = sum(scale[i:i + step] @ X[i:i + step].astype(np.float64) for i in range(0, X.shape[0], step))
     n, d = X.shape
     if adjacency not in ("replace", "add-remove"):
         raise ValueError(f"adjacency must be 'replace' or 'add-remove'. Found {adjacency!r}.")

@@ -87,14 +87,15 @@ def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
     >>> dominant_columns(X)["columns"], dominant_columns(X[:, 1:]) is None
     ([0], True)
     """
-    X = np.asarray(X, dtype=np.float64)
+    if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
+        X = np.asarray(X, dtype=np.float64)
     top = max(float(X.max()), -float(X.min())) if X.size else 0.0  # max |x| without an |X| temporary
     if not top > 0.0:
         return None
     weights = np.zeros(X.shape[1])
     step = block_rows(X.shape[1])
     for i in range(0, X.shape[0], step):  # scaled (no square overflows), a block at a time (no copy of X)
-        block = X[i:i + step] / top
+        block = X[i:i + step].astype(np.float64) / top
         weights += np.einsum("ij,ij->j", block, block)
     found = few_carry(weights, share)
     return None if found is None else {"columns": found[0], "share": found[1]}
