@@ -67,7 +67,7 @@ def test_the_described_rows_compute_what_the_formed_rows_compute(n, d, radius, c
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 12), d=st.integers(1, 5), radius=st.floats(0.1, 5.0), clip=st.floats(0.1, 5.0),
+@given(n=st.integers(1, 12), d=st.integers(1, 64), radius=st.floats(0.1, 5.0), clip=st.floats(0.1, 5.0),
        bias=st.floats(0.01, 3.0), seed=st.integers(0, 2**31 - 1), centered=st.booleans(), x32=st.booleans(),
        dt=st.sampled_from(DTYPES))
 def test_the_norms_bound_the_rows_the_arithmetic_uses_exactly(n, d, radius, clip, bias, seed, centered, x32, dt):

@@ -19,7 +19,9 @@ one matmul forward and one back, as with a formed X̄, plus O(b·k + d·k) work.
 The clip thresholds need ‖x̄_i‖ of the rows the arithmetic uses: a_i, c_i and m are rounded
 to the training dtype, so ‖x̄_i‖ is bounded above by the float64 norm plus ``_SLACK_ULPS``
 units of that dtype's rounding times a_i‖x_i‖ + c_i‖m‖ (every rounding of x_i, a_i, c_i and m
-is within that), and the trainer's own margin (engine._ULP_MARGIN) comes on top.
+is within that), times 1 + (d + 4) units of float64 rounding (the worst-case error of the norm
+computed as a sum of d squares), and the trainer's own margin (engine._ULP_MARGIN) comes on top.
+``tests/test_rows.py`` checks the bound in exact rationals.
 """
 
 from __future__ import annotations
@@ -244,6 +246,9 @@ def rows_of(X, feature_clip: float, dt: np.dtype, norms: np.ndarray, bias: float
         a = clip.astype(dt)
         c = m = None
         bar = a.astype(np.float64) * norms * (1.0 + _SLACK_ULPS * eps)
+    # the float64 norms themselves: a sum of d squares and a square root, relative error at most
+    # (d/2 + 1) units of float64 rounding (Higham 2002, §3.1): (d + 4) covers it and this line's own
+    bar *= 1.0 + (raw.shape[1] + 4) * float(np.finfo(np.float64).eps)
     s = float(bias)
     s_up = s * (1.0 + eps)  # s as rounded to dt
     norms_up = np.sqrt(bar * bar + s_up * s_up) * (1.0 + 4.0 * float(np.finfo(np.float64).eps))  # this sqrt's
