@@ -463,4 +463,10 @@ def test_raw_columns_in_mixed_units_are_never_silent():
     assert norm_lines(X, y, feature_range=(X.min(axis=0), X.max(axis=0))) == []
     lines = norm_lines(*load_breast_cancer(return_X_y=True))
     assert len(lines) == 1 and "private mean's squared norm" in lines[0]
+    import pandas as pd  # a DataFrame's columns are named in both lines
+    frame = load_breast_cancer(as_frame=True)
+    named = norm_lines(frame.data, frame.target)
+    assert len(named) == 1 and "('mean area')" in named[0] and "('worst area')" in named[0]
+    lines = norm_lines(pd.DataFrame(X, columns=[f"col_{j}" for j in range(20)]), y)
+    assert len(lines) == 1 and all(f"{j} ('col_{j}')" in lines[0] for j in big)
     assert norm_lines(*load_digits(return_X_y=True)) == []

@@ -244,7 +244,7 @@ def test_a_model_near_chance_is_never_silent(tmp_path, capsys, blobs):
     assert main(["train", str(data), "--target", "y", "--classes", "0,1", "--seed", "0", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     warned = [line for line in captured.err.splitlines() if "warning" in line]
-    assert any("feature column 0 carries" in line for line in warned)
+    assert any("feature column 0 ('c0') carries" in line for line in warned)  # named as in the header
     near = [line for line in warned if "barely better than predicting one class" in line]
     assert len(near) == 1 and "not private" in near[0]
     metrics = json.loads((out / "metrics.json").read_text())["not_private"]
@@ -277,7 +277,7 @@ def test_raw_columns_in_mixed_units_are_said_once(tmp_path, capsys):
                  "--out", str(tmp_path / "m")]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "squared norm" in line]
-    assert len(lines) == 1 and "feature column 0 carries" in lines[0] and "not private" in lines[0]
+    assert len(lines) == 1 and "feature column 0 ('c0') carries" in lines[0] and "not private" in lines[0]
     assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0", "--feature-range",
                  "private", "--epsilon", "3", "--out", str(tmp_path / "p")]) == 0
     assert "training rows' squared norm" not in capsys.readouterr().err

@@ -367,7 +367,7 @@ class _NoisySGDBase(BaseEstimator):
         delta = p["delta"] if p["delta"] is not None else _default_delta(p["n"])
         center, clip, details, p["epsilon"], p["delta"] = private_center_within(
             X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
-            secure_mode=self.secure_mode, recorded=recorded)
+            secure_mode=self.secure_mode, recorded=recorded, names=getattr(self, "feature_names_in_", None))
         if center is not None:  # (not centered: the rows as they are, the trainer clips them)
             X = CenteredRows(X, center, p["feature_clip"])  # described: the trainer reads X itself
             if _is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
@@ -783,7 +783,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                                  and not said,
                                  clip=self._feature_clip, advice="Rescale columns on large scales (public bounds: "
                                  "feature_range=(low, high) arrays, or feature_range='private'), one-hot encode codes, "
-                                 "weigh the rare class (class_weight), lower alpha, or raise epsilon"):
+                                 "weigh the rare class (class_weight), lower alpha, or raise epsilon",
+                                 names=getattr(self, "feature_names_in_", None)):
             warnings.warn(line, UserWarning, stacklevel=3)
 
     def decision_function(self, X):

@@ -240,7 +240,7 @@ def _recorded_part(recorded: dict | None, key: str) -> dict | None:
     return None
 
 
-def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None) -> tuple:
+def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None, names=None) -> tuple:
     """The mean query of ``center="private"``, and the centering it defines.
 
     Every row is clipped to norm ``radius`` R₀ (x̃ = :func:`clip_rows`), and the mean of the
@@ -265,7 +265,8 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     when the rows barely differ and n is small).  Centering removes the common direction that dominates rows of
     non-negative features, so the sensitivity R_c is spent on what tells examples apart.
 
-    Returns (center m̂ or None, R_c, details).  A ``radius`` equal to the largest row norm
+    ``names``: the columns' names, for the warning.  Returns (center m̂ or None, R_c, details).
+    A ``radius`` equal to the largest row norm
     warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
     after centering the trainer sees only the centered rows."""
     from .train.leaks import check_declared_constants
@@ -316,7 +317,7 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     }
     if used:
         details["mean"] = mean.tolist()  # released with the model (it maps every row it scores)
-        dominant = _warn_if_one_column_dominates(mean, m2, radius)
+        dominant = _warn_if_one_column_dominates(mean, m2, radius, names)
         if dominant:  # post-processing of the released mean
             details["dominant_columns"] = dominant
     else:  # post-processing of the released mean: saying so leaks nothing more
@@ -336,20 +337,20 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
 DOMINANT_SHARE = 0.9
 
 
-def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) -> list | None:
+def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float, names=None) -> list | None:
     """One warning when the released private mean shows a few columns taking the clipped
     rows' norm (post-processing of the mean: free): rows clipped to the norm ``radius`` are
     then mostly those columns, and the others, on smaller scales, keep little signal.
-    Returns those columns (None when it did not warn)."""
-    from .train.diagnostics import few_carry
+    ``names``: the columns' names, for the message.  Returns those columns (None when it did
+    not warn)."""
+    from .train.diagnostics import columns_text, few_carry
 
     found = few_carry(mean * mean, DOMINANT_SHARE) if m2 > 0.25 * radius * radius else None
     if found is None:
         return None
     cols, carried = found
     k = len(cols)
-    which = (f"feature column {cols[0]} carries" if k == 1 else
-             f"feature columns {', '.join(map(str, cols))} carry")
+    which = f"{columns_text(cols, names, limit=len(cols))} {'carries' if k == 1 else 'carry'}"
     warnings.warn(
         f"center='private': {which} {carried:.0%} of the private mean's squared norm "
         f"(norm {math.sqrt(m2):.3g} against the clip {radius:g}): rows clipped to norm {radius:g} are mostly "
@@ -361,13 +362,13 @@ def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float) ->
 
 
 def private_center_within(X, epsilon: float, delta: float, *, radius: float, adjacency: str, seed=None,
-                          secure_mode: bool = False, recorded: dict | None = None) -> tuple:
+                          secure_mode: bool = False, recorded: dict | None = None, names=None) -> tuple:
     """Spend a share of the target on :func:`private_center`: μ_q = :data:`CENTER_SHARE`·μ
     (μ = :func:`noisysgd.gdp.gdp_mu` of (``epsilon``, ``delta``)) at δ_q =
     :data:`CENTER_DELTA_SHARE`·δ.  Returns (center, R_c, query details with its own (ε_q, δ_q),
     epsilon and delta left for training under basic composition — the trainer then calibrates
     to the composed total, :func:`noisysgd.accountant.compose_query`).  Noise and ``recorded`` as
-    :func:`private_ranges_within`."""
+    :func:`private_ranges_within`; ``names``: the columns' names, for the warnings."""
     from .gdp import gdp_epsilon, gdp_mu
 
     mu = CENTER_SHARE * gdp_mu(epsilon, delta)
@@ -383,7 +384,7 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
         center = np.asarray(part["mean"], dtype=float) if part.get("centered") else None
         return center, float(part["feature_clip_after_centering"]), part, epsilon - eq, delta - dq
     center, clip, query = private_center(X, mu, radius=radius, adjacency=adjacency,
-                                         rng=_query_rng(seed, secure_mode, 0xCE27E4))
+                                         rng=_query_rng(seed, secure_mode, 0xCE27E4), names=names)
     query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CENTER_SHARE)
     return center, clip, query, epsilon - eq, delta - dq
 

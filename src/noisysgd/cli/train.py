@@ -531,7 +531,8 @@ def cmd_train(args) -> int:
         center, center_clip = None, args.feature_clip
         if args.center == "private" or (args.center == "auto" and args.task == "classification"
                                         and epsilon is not None):
-            center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n)
+            center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n,
+                                                                _names(table, X.shape[1]))
     schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta)
     start = time.perf_counter()
     fit = fit_private(X, y, loss, schedule, *_bounds_and_privacy(args, epsilon, delta, query), Execution(
@@ -548,7 +549,7 @@ def cmd_train(args) -> int:
     if dominant is not None and "dominant_columns" not in (fit.certificate.get("preprocessing") or {}):
         warnings.warn(dominant_columns_message(  # (unless the private mean said it already)
             dominant, "", args.feature_clip, "Rescale the columns to comparable units before training, or use "
-            "--feature-range private"), UserWarning, stacklevel=2)
+            "--feature-range private", _names(table, X.shape[1])), UserWarning, stacklevel=2)
     if args.task == "classification":
         quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)
         _warn_if_near_chance(pred, y, classes)
@@ -591,7 +592,13 @@ def _recorded(args):
     return recorded_query(args.checkpoint)
 
 
-def _center(args, X, holdout, query, epsilon, delta, n: int):
+def _names(table, d: int):
+    """The table's feature names when there is one per column of X (for the warnings), else None."""
+    names = getattr(table, "feature_names", None)
+    return list(names) if names is not None and len(names) == d else None
+
+
+def _center(args, X, holdout, query, epsilon, delta, n: int, names=None):
     """--center private: the rows clipped to R minus a DP mean, clipped to the R_c it gives
     (:func:`noisysgd.preprocessing.private_center_within`, as the estimators); R_c becomes
     ``args.feature_clip`` (and s = R_c/4 under --intercept-scaling auto).  Returns (center or
@@ -609,7 +616,7 @@ def _center(args, X, holdout, query, epsilon, delta, n: int):
     delta = default_delta(n) if delta is None else validate_delta(delta)
     center, clip, cq, epsilon, delta = private_center_within(
         X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
-        secure_mode=args.secure_mode, recorded=_recorded(args))
+        secure_mode=args.secure_mode, recorded=_recorded(args), names=names)
     if center is not None:  # (not centered: the rows as they are, the trainer clips them)
         X = CenteredRows(X, center, args.feature_clip)  # described: the trainer reads X a batch at a time
         if holdout is not None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .rows import block_rows
 
-__all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "NEAR_CHANCE",
+__all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
            "CHECK_ROWS", "DOMINANT_SHARE"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
@@ -123,26 +123,41 @@ def few_carry(weights, share: float) -> tuple[list[int], float] | None:
     return sorted(int(j) for j in order[:k]), float(cum[k - 1])
 
 
-def dominant_columns_message(found: dict, who: str, clip: float, advice: str) -> str:
-    """The one warning line for :func:`dominant_columns`' finding."""
+def columns_text(cols, names=None, limit: int = 8) -> str:
+    """"feature column 3" or "feature columns 0, 3, ...", each with its name when ``names`` (the
+    table's column names, e.g. a DataFrame's ``feature_names_in_``) are given.
+
+    >>> columns_text([2], ["age", "income", "rooms"]), columns_text([0, 2])
+    ("feature column 2 ('rooms')", 'feature columns 0, 2')
+    """
+    def one(j):
+        return f"{j} ({str(names[j])!r})" if names is not None and 0 <= j < len(names) else str(j)
+
+    if len(cols) == 1:
+        return f"feature column {one(cols[0])}"
+    more = ", ..." if len(cols) > limit else ""
+    return f"feature columns {', '.join(one(j) for j in cols[:limit])}{more}"
+
+
+def dominant_columns_message(found: dict, who: str, clip: float, advice: str, names=None) -> str:
+    """The one warning line for :func:`dominant_columns`' finding (``names``: the columns' names)."""
     cols = found["columns"]
-    which = f"feature column {cols[0]} carries" if len(cols) == 1 else \
-        f"feature columns {', '.join(map(str, cols[:8]))}{', ...' if len(cols) > 8 else ''} carry"
+    which = f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'}"
     those = "that column" if len(cols) == 1 else "those columns"
     return (f"{who}{which} {found['share']:.0%} of the training rows' squared norm (statistics of the training "
             f"data, not private): rows clipped to norm {clip:g} are mostly {those}, and the columns on smaller "
             f"scales keep little signal. {advice}")
 
 
-def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice: str) -> list[str]:
+def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice: str, names=None) -> list[str]:
     """The lines a fit prints about its training rows (a strided sample, :func:`check_rows`): a
-    few raw columns taking the rows' norm (``raw``: the rows were not scaled by ranges first),
-    then a model near chance."""
+    few raw columns taking the rows' norm (``raw``: the rows were not scaled by ranges first;
+    ``names``: the columns' names), then a model near chance."""
     rows = check_rows(len(y))
     out = []
     found = dominant_columns(X[rows]) if raw else None
     if found is not None:
-        out.append(dominant_columns_message(found, who, clip, advice))
+        out.append(dominant_columns_message(found, who, clip, advice, names))
     chance = near_chance(np.asarray(y)[rows], predict(X[rows]))
     if chance is not None:
         out.append(near_chance_message(chance, who, advice))
