@@ -199,3 +199,19 @@ def test_float32_features_are_read_as_they_are(center, monkeypatch):
     assert np.allclose(single.coef_, double.coef_, rtol=0, atol=1e-12)
     assert np.allclose(single.intercept_, double.intercept_, rtol=0, atol=1e-12)
     assert np.mean(single.predict(X) == double.predict(X.astype(np.float64))) >= 0.999
+
+
+def test_a_full_batch_of_float32_rows_is_cast_once():
+    """Full batches read every row at every step: a float32 X is cast to the training dtype once
+    (the batch is the data), and the run is the float64 input's up to rounding."""
+    X, m = _data(5, 300, 4, np.float32)
+    y = np.random.default_rng(6).integers(0, 2, size=300)
+    rows = rows_of(X, 1.0, np.dtype(np.float64), source_norms(X))
+    first, second = rows.gather(slice(0, 300))[0], rows.gather(slice(0, 300))[0]
+    assert first is second and first.dtype == np.float64 and np.array_equal(first, X.astype(np.float64))
+    assert rows.gather(np.arange(10))[0] is not first
+    run = noisysgd.Run(n=300, batch_size=300, steps=30, batching="full", learning_rate=0.5, noise_multiplier=1.0,
+                       lipschitz=1.0, strong_convexity=1e-3)
+    single = train(run, BinaryLogistic(), X, y, feature_clip=1.0, random_state=0)
+    double = train(run, BinaryLogistic(), X.astype(np.float64), y, feature_clip=1.0, random_state=0)
+    assert np.allclose(single.coef, double.coef, rtol=0, atol=1e-12)

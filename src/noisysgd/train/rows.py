@@ -149,12 +149,12 @@ class Rows:
     matrix E = (−c_i, s), so that they cost one small matmul each way, and m's share of the
     gradient is one BLAS rank-one update (``ger``) in place."""
 
-    __slots__ = ("X", "a", "c", "m", "bias", "norms", "dtype", "shape", "_E", "_ger")
+    __slots__ = ("X", "a", "c", "m", "bias", "norms", "dtype", "shape", "_E", "_ger", "_full")
 
     def __init__(self, X, a, c, m, bias, norms, dtype):
         self.X, self.a, self.c, self.m, self.bias, self.norms, self.dtype = X, a, c, m, bias, norms, dtype
         self.shape = (X.shape[0], X.shape[1] + 1)
-        self._E = self._ger = None
+        self._E = self._ger = self._full = None
         if m is not None:
             from scipy.linalg.blas import get_blas_funcs
 
@@ -168,7 +168,13 @@ class Rows:
         a_i (shaped to multiply scores), and their (−c_i, s) rows (None without centering)."""
         Xb = self.X[batch]
         if Xb.dtype != self.dtype:
-            Xb = Xb.astype(self.dtype)
+            if isinstance(batch, slice) and Xb.shape[0] == self.X.shape[0]:
+                # a full batch, read at every step: cast once (the batch is the data: O(b·d) all the same)
+                if self._full is None:
+                    self._full = Xb.astype(self.dtype)
+                Xb = self._full
+            else:
+                Xb = Xb.astype(self.dtype)
         return Xb, self.a[batch], None if self._E is None else self._E[batch]
 
     def scores(self, rows, W) -> np.ndarray:
