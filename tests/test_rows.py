@@ -144,22 +144,29 @@ def test_training_makes_no_copy_of_the_data(centered):
     assert peak(16_000) - peak(8_000) < 0.25 * X[8_000:].nbytes
 
 
-@pytest.mark.parametrize("center", [None, "private"])
-def test_a_fit_trains_on_the_caller_s_rows(center, monkeypatch):
-    """The estimator hands the trainer the caller's array (centered or not, described): the rows the
-    step loop reads are X itself, not a copy."""
-    from noisysgd import NoisySGDClassifier
+@pytest.fixture
+def seen(monkeypatch):
+    """The X̄ every call of the step loop gets, in order (the loop itself runs as it would)."""
     from noisysgd.train import engine
-    from noisysgd.train.rows import Rows
 
-    seen = []
+    calls = []
     core = engine.noisy_sgd_core
 
     def spying(loss, Xbar, *args, **kwargs):
-        seen.append(Xbar)
+        calls.append(Xbar)
         return core(loss, Xbar, *args, **kwargs)
 
     monkeypatch.setattr(engine, "noisy_sgd_core", spying)
+    return calls
+
+
+@pytest.mark.parametrize("center", [None, "private"])
+def test_a_fit_trains_on_the_caller_s_rows(center, seen):
+    """The estimator hands the trainer the caller's array (centered or not, described): the rows the
+    step loop reads are X itself, not a copy."""
+    from noisysgd import NoisySGDClassifier
+    from noisysgd.train.rows import Rows
+
     rng = np.random.default_rng(0)
     X = rng.random((2_000, 20))
     y = (X[:, 0] + 0.1 * rng.normal(size=2_000) > 0.5).astype(int)
@@ -170,23 +177,14 @@ def test_a_fit_trains_on_the_caller_s_rows(center, monkeypatch):
 
 
 @pytest.mark.parametrize("center", [None, "private"])
-def test_float32_features_are_read_as_they_are(center, monkeypatch):
+def test_float32_features_are_read_as_they_are(center, seen):
     """float32 features are not converted to a float64 copy: the trainer reads the caller's float32
     array (a batch at a time, each cast to float64, which is exact), so the model is the one of the
     same features given in float64, up to the order of a few sums (the private mean's is taken a
     block at a time)."""
     from noisysgd import NoisySGDClassifier
-    from noisysgd.train import engine
     from noisysgd.train.rows import Rows
 
-    seen = []
-    core = engine.noisy_sgd_core
-
-    def spying(loss, Xbar, *args, **kwargs):
-        seen.append(Xbar)
-        return core(loss, Xbar, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "noisy_sgd_core", spying)
     rng = np.random.default_rng(0)
     X = rng.random((3_000, 20)).astype(np.float32)
     y = (X[:, 0] + 0.1 * rng.normal(size=3_000) > 0.5).astype(int)
