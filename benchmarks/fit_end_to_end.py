@@ -66,13 +66,12 @@ def _cold() -> None:
     """Empty noisysgd's own caches (the accountant's PLDs and RDP curves, the configuration's), so
     that every timed fit calibrates as a first fit does: a repeat must not find the noise already
     computed."""
-    import functools
     import sys
 
     for name, module in list(sys.modules.items()):
         if name == "noisysgd" or name.startswith("noisysgd."):
             for value in vars(module).values():
-                if isinstance(value, functools._lru_cache_wrapper):
+                if callable(getattr(value, "cache_clear", None)):  # functools.lru_cache
                     value.cache_clear()
     from noisysgd.analyses import ye_shokri
 

@@ -213,3 +213,15 @@ def test_a_full_batch_of_float32_rows_is_cast_once():
     single = train(run, BinaryLogistic(), X, y, feature_clip=1.0, random_state=0)
     double = train(run, BinaryLogistic(), X.astype(np.float64), y, feature_clip=1.0, random_state=0)
     assert np.allclose(single.coef, double.coef, rtol=0, atol=1e-12)
+
+
+def test_described_rows_are_validated_like_an_array():
+    X, m = _data(0, 50, 3, np.float64)
+    run = _run(50)
+    with pytest.raises(ValueError, match="center must be 3 finite numbers"):
+        train(run, BinaryLogistic(), CenteredRows(X, m[:2], 1.0), np.zeros(50), feature_clip=1.0)
+    with pytest.raises(ValueError, match="radius must be a positive"):
+        train(run, BinaryLogistic(), CenteredRows(X, m, -1.0), np.zeros(50), feature_clip=1.0)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X must be finite"):
+        train(run, BinaryLogistic(), CenteredRows(X, m, 1.0), np.zeros(50), feature_clip=1.0)

@@ -67,8 +67,8 @@ from .preprocessing import (_check_feature_range, _warn_about_private_preprocess
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
+from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
-_FLOATS = (np.float64, np.float32)  # float32 features are kept (read a batch at a time): no float64 copy
 from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
                           fit_private, public_size)
 

@@ -270,10 +270,9 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
     after centering the trainer sees only the centered rows."""
     from .train.leaks import check_declared_constants
-    from .train.losses import _row_norms
+    from .train.losses import _row_norms, float_array
 
-    if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
-        X = np.asarray(X, dtype=np.float64)
+    X = float_array(X)
     norms = _row_norms(X)
     check_declared_constants(feature_clip=radius, row_norms=norms, stacklevel=4)
     # Σ_i clip_R(x_i) = Σ_i s_i·x_i, s_i = min(1, R/‖x_i‖): products a block at a time, in float64,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .losses import float_array
 from .rows import block_rows
 
 __all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
@@ -87,8 +88,7 @@ def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
     >>> dominant_columns(X)["columns"], dominant_columns(X[:, 1:]) is None
     ([0], True)
     """
-    if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
-        X = np.asarray(X, dtype=np.float64)
+    X = float_array(X)
     top = max(float(X.max()), -float(X.min())) if X.size else 0.0  # max |x| without an |X| temporary
     if not top > 0.0:
         return None

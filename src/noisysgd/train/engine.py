@@ -311,6 +311,17 @@ class _Prepared:
     intercept_scaling: float = 1.0
 
 
+def _centered(X: CenteredRows) -> CenteredRows:
+    """A :class:`CenteredRows` validated: finite 2-D features, a finite center of one entry per
+    column, a positive radius."""
+    rows = _features(X.X)
+    center = np.asarray(X.center, dtype=np.float64)
+    if center.shape != (rows.shape[1],) or not np.all(np.isfinite(center)):
+        raise ValueError(f"the center must be {rows.shape[1]} finite numbers (one per column of X). "
+                         f"Found shape {center.shape}.")
+    return CenteredRows(rows, center, _positive("radius", X.radius))
+
+
 def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
              secure_mode=False, n_rows=None, intercept_scaling=1.0):
     """Validate and convert the inputs of a training run.  ``n_rows``: the rows ``X`` must
@@ -326,7 +337,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     if Yb is not None and not getattr(loss, "uses_target_bound", False):
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
     dt = _float_dtype(dtype)
-    X = CenteredRows(_features(X.X), X.center, X.radius) if isinstance(X, CenteredRows) else _features(X)
+    X = _centered(X) if isinstance(X, CenteredRows) else _features(X)
     if run.adjacency == "add-remove" and n_rows is not None:
         raise ValueError("run.adjacency must be 'replace' for data-parallel training (its shards tile run.n "
                          "rows, while under add-remove n is the declared public size and the data may hold "

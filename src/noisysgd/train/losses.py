@@ -122,13 +122,19 @@ def augment(X, feature_clip: float, *, intercept_scaling: float = 1.0, dtype=np.
     return (Xbar, bar_norms) if return_norms else Xbar
 
 
+#: The feature dtypes used as they are (no copy: features can be gigabytes).
+FLOATS = (np.float64, np.float32)
+
+
+def float_array(X) -> np.ndarray:
+    """``X`` itself when it is a float32 or float64 array, else converted to float64."""
+    return X if isinstance(X, np.ndarray) and X.dtype in FLOATS else np.asarray(X, dtype=np.float64)
+
+
 def _features(X) -> np.ndarray:
-    """``X`` as a finite 2-D float array, or ``ValueError`` naming it.  A float32
-    or float64 array is used as it is (no copy: features can be gigabytes);
-    anything else is converted to float64."""
+    """``X`` as a finite 2-D float array (:func:`float_array`), or ``ValueError`` naming it."""
     try:
-        if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
-            X = np.asarray(X, dtype=np.float64)
+        X = float_array(X)
     except (TypeError, ValueError):
         raise ValueError("X must be a 2-D array of numbers.") from None
     if X.ndim != 2:

@@ -120,22 +120,11 @@ class CenteredRows:
             yield self[i:i + step]
 
 
-def _centered_norms(X: np.ndarray, first: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """‖b_i·x_i − m‖ in float64, a block of rows at a time."""
-    out = np.empty(X.shape[0])
-    step = block_rows(X.shape[1])
-    for i in range(0, X.shape[0], step):
-        block = X[i:i + step] * first[i:i + step, None]  # float64
-        block -= m
-        out[i:i + step] = _row_norms(block)
-    return out
-
-
 def source_norms(X) -> np.ndarray:
     """‖x_i‖ of the rows the trainer clips: the caller's rows, or the centered ones of a
     :class:`CenteredRows` (what the leak check compares to the feature clip)."""
     if isinstance(X, CenteredRows):
-        return _centered_norms(X.X, X.first_clip, np.asarray(X.center, dtype=np.float64))
+        return np.concatenate([_row_norms(block) for block in X.blocks()] or [np.empty(0)])  # a block at a time
     return _row_norms(X)
 
 
