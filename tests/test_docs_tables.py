@@ -34,3 +34,23 @@ def test_tables_of_section_1_are_the_benchmark_results():
     missing = [line for line in first + peers if line not in docs]
     assert not missing, ("docs/accuracy.md §1 differs from benchmarks/results (re-render with "
                          "benchmarks/auto_config.py's markdown_tables()): " + "\n".join(missing))
+
+
+def test_the_query_cost_table_is_the_benchmark_result():
+    # benchmarks/query_cost.py writes the JSON file (issue 27's third target)
+    docs = (ROOT / "docs" / "accuracy.md").read_text().splitlines()
+    lines = _benchmark("query_cost").markdown_table()
+    assert len(lines) == 2 + 3
+    missing = [line for line in lines if line not in docs]
+    assert not missing, ("docs/accuracy.md §4 differs from benchmarks/results/query_cost.json (re-render with "
+                         "benchmarks/query_cost.py's markdown_table()): " + "\n".join(missing))
+
+
+def test_the_regularization_table_is_the_benchmark_result():
+    # benchmarks/regularization.py writes the JSON file (issue 27 §2)
+    docs = (ROOT / "docs" / "accuracy.md").read_text().splitlines()
+    lines = _benchmark("regularization").markdown_table()
+    assert len(lines) == 2 + 5 * 3
+    missing = [line for line in lines if line not in docs]
+    assert not missing, ("docs/accuracy.md §5 differs from benchmarks/results/regularization.json (re-render "
+                         "with benchmarks/regularization.py's markdown_table()): " + "\n".join(missing))

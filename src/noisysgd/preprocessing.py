@@ -355,7 +355,7 @@ def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float, na
         f"(norm {math.sqrt(m2):.3g} against the clip {radius:g}): rows clipped to norm {radius:g} are mostly "
         f"{'that column' if k == 1 else 'those columns'}, and the columns on smaller scales keep little signal; "
         "rescale the columns before training, declare public per-column bounds (feature_range=(low, high) "
-        "arrays), or use feature_range='private'",
+        "arrays; noisysgd train --feature-range LOW,HIGH), or use feature_range='private' (--feature-range private)",
         UserWarning, stacklevel=4)
     return cols
 

@@ -96,8 +96,11 @@ class CenteredRows:
         return self.X.shape[0]
 
     def __getitem__(self, rows) -> np.ndarray:
-        """The centered rows ``rows`` (an index array or a slice), formed."""
-        return center_rows(self.X[rows], self.center, self.radius)
+        """The centered rows ``rows`` (an index array or a slice), formed: :func:`center_rows`,
+        with the first clip's factors of :attr:`first_clip` (the same norms, computed once)."""
+        out = np.multiply(self.X[rows], self.first_clip[rows, None], dtype=np.float64)
+        out -= self.center
+        return out
 
     def __array__(self, dtype=None, copy=None):
         out = center_rows(self.X, self.center, self.radius)
