@@ -158,3 +158,28 @@ def test_a_query_swamped_by_its_noise_says_so():
         warnings.simplefilter("error")
         _, details = private_feature_ranges(big, 1.0, 1e-6, rng=2)
     assert details["uninformative_features"] == 0
+
+
+def test_the_issue_27_table_is_never_a_silent_majority_model():
+    """Issue 27's 8,000-row table (two columns in the thousands, one 0/1, ~5 % positives, the label
+    set by the first): the raw rows clipped to norm 1 keep only the columns' ratio, and even
+    without noise (ε = 10⁴) the optimum of the trained objective is a constant — the fit must
+    say so (the near-chance line, with the remedies), never silently; with private ranges the
+    columns keep their own scales and the model is not a constant."""
+    from noisysgd.train.diagnostics import balanced_accuracy
+
+    rng = np.random.default_rng(0)
+    n = 8000
+    x1 = rng.normal(5000, 1500, n)
+    X = np.c_[x1, rng.lognormal(9.5, 0.4, n), rng.integers(0, 2, n)]
+    y = (x1 + 300 * rng.normal(size=n) > 7500).astype(int)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raw = NoisySGDClassifier(epsilon=1e4, classes=[0, 1], random_state=0).fit(X, y)
+    said = [str(w.message) for w in caught if "barely better than predicting one class" in str(w.message)]
+    assert balanced_accuracy(y, raw.predict(X)) < 0.55 and len(said) == 1
+    assert "feature_range" in said[0] and "epsilon" in said[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scaled = NoisySGDClassifier(epsilon=1e4, classes=[0, 1], feature_range="private", random_state=0).fit(X, y)
+    assert balanced_accuracy(y, scaled.predict(X)) > 0.6
