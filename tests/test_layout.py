@@ -13,7 +13,7 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "src" / "noisysgd"
 #: ARCHITECTURE.md's layers, bottom to top: a room imports only from lower layers.
 LAYERS = [
     {"run", "text", "progress", "io", "__version__"},
-    {"rdp", "gdp", "pld", "limits"},
+    {"rdp", "gdp", "pld", "limits", "noise_search"},
     {"analyses"},
     {"accountant", "planning"},
     {"train"},

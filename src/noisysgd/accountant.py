@@ -30,6 +30,8 @@ import numpy as np
 
 from . import __version__
 from .analyses import ANALYSES, AnalysisResult, get_analysis
+from .noise_search import Eps as _Eps, bisect_noise as _bisect_noise, eps_or_inf as _eps_or_inf
+from .noise_search import place_then_decide as _place_then_decide, shrink as _shrink
 from .rdp import CONVERSIONS, epsilon_from_rdp, validate_delta, validate_orders
 from .run import Run, _real
 from .progress import bar
@@ -258,6 +260,9 @@ _report = epsilon
 
 
 # ------------------------------------------------------------------ calibration
+#
+# The searches over z (bracketing, the interpolating shrink, the PLD's two grids) are
+# noise_search's; this module says what is evaluated and when the target is met.
 
 
 @dataclass(frozen=True)
@@ -295,11 +300,6 @@ class Calibration:
             "evaluations": self.evaluations,
             "report": self.report.to_dict(),
         }
-
-
-def _eps_or_inf(report: EpsilonReport) -> float:
-    e = report.epsilon
-    return math.inf if e is None else e
 
 
 def calibrate(
@@ -440,23 +440,12 @@ def _search(chosen, pld, expensive, report, coarse, meets, start, tol, zmax, tar
     return z
 
 
-#: How closely the PLD's coarse search grid places the answer before the certificate's grid decides.
-_PLACE_TOL = 1e-3
-
-
-class _Eps:
-    """An ε with the one attribute :func:`_bisect_noise` reads of a report."""
-
-    def __init__(self, epsilon: float):
-        self.epsilon = epsilon
-
-
 def _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d, factor=2.0) -> float:
     """The best bound's answer when ``pld`` is the PLD of sampled batches.  The best bound meets
     the target at z iff some analysis (or the order-wise minimum of the RDP ones) does, and each
     is non-increasing in z, so the answer is the smaller of the PLD's own answer z_p and that of
     the others.  z_p is found first (placed on the PLD's coarser grid, decided on the
-    certificate's: :func:`_place_then_decide`); the others are then evaluated once, at
+    certificate's: :func:`~noisysgd.noise_search.place_then_decide`); the others are then evaluated once, at
     z_p (where they miss, they miss everywhere below, and z_p is the answer: one evaluation of
     the RDP analyses, ~0.1 s for the replace-one quadrature, which the final report at z_p then
     finds cached), and if they meet there, at z_p/(1 + tol), and bisected below it if they
@@ -478,138 +467,9 @@ def _pld_first(chosen, pld, report, coarse, meets, start, tol, zmax, target, d, 
     return z
 
 
-def _place_then_decide(coarse, fine, meets, start, start_coarse, tol, zmax, target, d, factor=2.0) -> float:
-    """The smallest z meeting the target under ``fine`` (the certificate's PLD), placed first on
-    ``coarse`` (its ~3-15× cheaper search grid) to 0.1 %: the certificate's grid rounds less, so
-    its answer lies a little below (~2e-4 at most where measured).  ``fine`` at the coarse answer
-    z_c gives ε_f(z_c); the slope of log ε in log z between the coarse search's two closest
-    points predicts where ``fine`` meets the target, and two probes a factor (1 + tol) apart
-    around the prediction close the bracket: 3 evaluations of ``fine`` where they straddle it
-    (else one step of 0.1 % below z_c and the interpolation, as a fallback), instead of ~10.
-    The returned z was evaluated under ``fine`` and met; z/(1 + tol) missed."""
-    seen: list[tuple[float, float]] = []
-
-    def placed(x: float):
-        r = coarse(x)
-        seen.append((x, _eps_or_inf(r)))
-        return r
-
-    zc, _, _ = _bisect_noise(placed, meets, start, start_coarse, max(tol, _PLACE_TOL), zmax, target, d,
-                             factor=factor)
-    hi_report = fine(zc)
-    if not meets(hi_report):  # (the coarse grid rounded below the fine one: not expected) search on fine
-        z, _, _ = _bisect_noise(fine, meets, zc, hi_report, tol, zmax, target, d)
-        return z
-    lo = lo_eps = None
-    guess = _predicted(seen, zc, _eps_or_inf(hi_report), target)
-    if guess is not None and guess < zc:
-        step = math.exp(0.5 * math.log1p(tol) * (1.0 - 1e-6))  # as _shrink's probes
-        up, down = min(guess * step, zc), guess / step
-        r_up = fine(up) if up < zc else hi_report
-        if meets(r_up):
-            zc, hi_report = up, r_up
-            r_down = fine(down)
-            if not meets(r_down):
-                lo, lo_eps = down, _eps_or_inf(r_down)
-            else:
-                zc, hi_report = down, r_down
-        else:
-            lo, lo_eps = up, _eps_or_inf(r_up)
-    if lo is None:
-        below = zc / (1.0 + max(2.0 * tol, _PLACE_TOL))
-        r = fine(below)
-        if meets(r):  # the fine answer lies further below than the grids explain: the general search
-            z, _, _ = _bisect_noise(fine, meets, below, r, tol, zmax, target, d)
-            return z
-        lo, lo_eps = below, _eps_or_inf(r)
-    z, _, _ = _shrink(fine, meets, lo, lo_eps, zc, hi_report, tol, target)
-    return z
-
-
-def _predicted(seen, z: float, eps: float, target: float) -> float | None:
-    """Where log ε reaches log ``target`` from (``z``, ``eps``) along the slope of the two
-    coarse evaluations ``seen`` closest to the target on either side of it (None if there is
-    no such finite pair, or the slope is not negative)."""
-    met = [(x, e) for x, e in seen if e <= target and 0.0 < e < math.inf]
-    missed = [(x, e) for x, e in seen if e > target and e < math.inf]
-    if not met or not missed or not (0.0 < eps < math.inf) or target <= 0.0:
-        return None
-    (x1, e1), (x0, e0) = min(met, key=lambda p: p[0]), max(missed, key=lambda p: p[0])
-    if not x0 < x1:
-        return None
-    slope = (math.log(e1) - math.log(e0)) / (math.log(x1) - math.log(x0))
-    if not slope < 0.0:
-        return None
-    return z * math.exp((math.log(target) - math.log(eps)) / slope)
-
-
 def _pld_is_expensive(run: Run) -> bool:
     """composition-pld composes a PLD for sampled batches (else it is one Gaussian)."""
     return run.batching in ("poisson", "sample") and run.batch_size < run.n
-
-
-def _bisect_noise(at, meets, start: float, start_report, tol: float, zmax: float, target, delta,
-                  factor: float = 2.0):
-    """Smallest z (to relative ``tol``) with ``meets(at(z))``, for ε non-increasing
-    in z: returns (z, its report, the largest z evaluated that missed or None).
-    The z returned was evaluated and met the target; z/(1 + tol) ≤ the miss.  From
-    ``start`` the bracket is sought by steps of ``factor`` (down while it meets, else up
-    by 2)."""
-    hi, hi_report = start, (start_report if start_report is not None else at(start))
-    lo = lo_eps = None
-    if meets(hi_report):  # step down until the target is missed
-        while True:
-            z = hi / factor
-            if z < 1e-6:
-                return hi, hi_report, None
-            r = at(z)
-            if not meets(r):
-                lo, lo_eps = z, _eps_or_inf(r)
-                break
-            hi, hi_report = z, r
-    else:  # double until it is met
-        while True:
-            lo, lo_eps, hi = hi, _eps_or_inf(hi_report), hi * 2.0
-            if hi > zmax:
-                raise ValueError(
-                    f"epsilon {target!r} at delta {delta!r} is not met even with noise_multiplier "
-                    f"{zmax:g} (max_noise_multiplier); the run may be too long for this budget"
-                )
-            hi_report = at(hi)
-            if meets(hi_report):
-                break
-    return _shrink(at, meets, lo, lo_eps, hi, hi_report, tol, target)
-
-
-def _shrink(at, meets, lo: float, lo_eps: float, hi: float, hi_report, tol: float, target=None):
-    """[lo, hi] (lo misses, hi meets) shrunk to a ratio 1 + ``tol``: (hi, its report, lo)."""
-    # Shrink [lo, hi] (lo misses, hi meets) to a ratio 1 + tol.  The next point is
-    # where log ε, interpolated linearly in log z between the ends, meets the target
-    # (kept inside the middle 80% of the bracket), probed just above and just below:
-    # when the interpolation is good, both probes straddle the answer and the
-    # bracket closes in two evaluations.  Every other round is a plain geometric
-    # bisection, so the bracket shrinks whatever ε(z) looks like.  Only evaluated
-    # points become ends: the answer met the target where it was evaluated.
-    interpolate = True
-    while hi / lo > 1.0 + tol:
-        x_lo, x_hi = math.log(lo), math.log(hi)
-        hi_eps = _eps_or_inf(hi_report)
-        probes = [math.sqrt(lo * hi)]
-        if interpolate and 0.0 < hi_eps < lo_eps < math.inf and target > 0.0:
-            w = (math.log(lo_eps) - math.log(target)) / (math.log(lo_eps) - math.log(hi_eps))
-            x = x_lo + min(0.9, max(0.1, w)) * (x_hi - x_lo)
-            step = 0.5 * math.log1p(tol) * (1.0 - 1e-6)  # the probes' ratio just under 1 + tol, despite rounding
-            probes = [math.exp(min(x + step, x_hi)), math.exp(max(x - step, x_lo))]
-        interpolate = not interpolate
-        for z in probes:
-            if not lo < z < hi:
-                continue
-            r = at(z)
-            if meets(r):
-                hi, hi_report = z, r
-            else:
-                lo, lo_eps = z, _eps_or_inf(r)
-    return hi, hi_report, lo
 
 
 # ------------------------------------------------------------------ epoch budget
@@ -819,7 +679,7 @@ def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict,
 
     Where the PLD of sampled batches can decide and the query is a Gaussian (μ_q), the total is
     calibrated directly: the PLD composed with the query is placed on its coarser search grid
-    and decided on the certificate's (:func:`_place_then_decide`), then every analysis, composed
+    and decided on the certificate's (:func:`~noisysgd.noise_search.place_then_decide`), then every analysis, composed
     as the certificate composes them, is asked once just below that answer and bisected below
     it only if it meets there — no calibration to a basic-composition share first.  Otherwise
     the training is calibrated to its share and :func:`calibrate_composed` lowers the noise.
@@ -884,7 +744,7 @@ def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Cal
     The answer lies between the training calibrated *alone* to the whole target (no composed
     bound can be below its training part's own bound at the same δ: √(μ² + μ_q²) ≥ μ, an added
     RDP term ≥ 0, and basic composition adds ε_q) and ``cal``'s noise; the bracket is shrunk
-    as :func:`calibrate` shrinks its own (:func:`_shrink`: interpolation in log ε against log z,
+    as :func:`calibrate` shrinks its own (:func:`~noisysgd.noise_search.shrink`: interpolation in log ε against log z,
     alternating with bisection; each composed ε is non-increasing in z).  The returned z was
     evaluated and met the total."""
     total, delta_total = cal.target_epsilon + query["epsilon"], cal.delta + query["delta"]
