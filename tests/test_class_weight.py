@@ -133,6 +133,28 @@ def test_balanced_accuracy_is_scikit_learns(truth, seed):
         assert found["share"] == 1.0 and found["label"] == truth[0]
 
 
+@settings(max_examples=200, deadline=None)
+@given(n_major=st.integers(1, 400), n_minor=st.integers(1, 60), found_major=st.floats(0, 1), found_minor=st.floats(0, 1))
+def test_near_chance_is_said_within_two_points_of_the_majority(n_major, n_minor, found_major, found_minor):
+    """Issue 27's target: a model within 2 points of the majority class's accuracy (within a
+    fifth of its error rate where that is smaller) or within 5 points of chance in balanced
+    accuracy is said to be near chance; a model clear of both is not."""
+    from noisysgd.train.diagnostics import near_chance
+
+    truth = np.array([0] * n_major + [1] * n_minor)
+    right_major, right_minor = round(found_major * n_major), round(found_minor * n_minor)
+    pred = np.array([0] * right_major + [1] * (n_major - right_major) + [1] * right_minor + [0] * (n_minor - right_minor))
+    accuracy = (right_major + right_minor) / truth.size
+    majority = max(n_major, n_minor) / truth.size
+    balanced = (right_major / n_major + right_minor / n_minor) / 2
+    expected = balanced <= 0.55 + 1e-12 or accuracy <= majority + min(0.02, (1 - majority) / 5) + 1e-12
+    found = near_chance(truth, pred)
+    if abs(balanced - 0.55) > 1e-9 and abs(accuracy - majority - min(0.02, (1 - majority) / 5)) > 1e-9:
+        assert (found is not None) == expected  # (away from the two boundaries' rounding)
+    if found is not None:
+        assert found["accuracy"] == pytest.approx(accuracy) and found["majority"] == pytest.approx(majority)
+
+
 def test_train_cli_class_weight(tmp_path, capsys):
     """--class-weight 1=5 on a 5 %-positive table: recorded (normalized) in the certificate, the
     model file predicts as the base loss does, and bad flags are one line each."""

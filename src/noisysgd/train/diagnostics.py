@@ -15,11 +15,16 @@ from .losses import float_array
 from .rows import block_rows
 
 __all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
-           "CHECK_ROWS", "DOMINANT_SHARE"]
+           "NEAR_MAJORITY", "CHECK_ROWS", "DOMINANT_SHARE"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
 #: present) is said to be near chance.
 NEAR_CHANCE = 0.05
+#: ... and so is one whose accuracy is within this of predicting the majority class (issue 27's
+#: target: within 2 points of the majority, a warning says why), or within a fifth of the
+#: majority's own error rate where that is smaller (at 99 % majority, 0.2 points: a model
+#: cannot be 2 points above it).
+NEAR_MAJORITY = 0.02
 
 #: Most training rows an estimator predicts on for :func:`near_chance` after a fit: beyond, every
 #: k-th row (a strided sample: no random draw, the same rows each time).  A class with m rows in
@@ -48,28 +53,40 @@ def balanced_accuracy(truth, pred) -> float:
     return float(np.mean([np.mean(pred[truth == c] == c) for c in np.unique(truth)]))
 
 
-def near_chance(truth, pred, *, margin: float = NEAR_CHANCE) -> dict | None:
-    """``{"balanced", "chance", "label", "share"}`` when the balanced accuracy of ``pred`` is
-    within ``margin`` of a constant's (``label``: the class predicted most, for ``share`` of
-    the rows), else None (also when ``truth`` holds a single class)."""
+def near_chance(truth, pred, *, margin: float = NEAR_CHANCE, majority_margin: float = NEAR_MAJORITY) -> dict | None:
+    """``{"balanced", "chance", "accuracy", "majority", "label", "share"}`` when the balanced
+    accuracy of ``pred`` is within ``margin`` of a constant's, or its accuracy within
+    min(``majority_margin``, (1 − ``majority``)/5) of predicting the majority class
+    (``majority``: that class's share of ``truth``; ``label``: the class predicted most, for
+    ``share`` of the rows), else None (also when ``truth`` holds a single class).
+
+    >>> found = near_chance([0] * 180 + [1] * 20, [0] * 180 + [1] * 3 + [0] * 17)  # 3 of the 20 found
+    >>> found["balanced"], found["accuracy"], found["majority"]  # balanced 0.575 > 0.55, accuracy within 2 points
+    (0.575, 0.915, 0.9)
+    """
     truth, pred = np.asarray(truth), np.asarray(pred)
-    k = np.unique(truth).size
+    classes, counts_truth = np.unique(truth, return_counts=True)
+    k = classes.size
     if k < 2:
         return None
     balanced = balanced_accuracy(truth, pred)
-    if balanced > 1.0 / k + margin:
+    accuracy = float(np.mean(pred == truth))
+    majority = float(counts_truth.max() / truth.size)
+    if balanced > 1.0 / k + margin and accuracy > majority + min(majority_margin, (1.0 - majority) / 5.0):
         return None
     values, counts = np.unique(pred, return_counts=True)
     i = int(np.argmax(counts))
     label = values[i].item() if hasattr(values[i], "item") else values[i]
-    return {"balanced": balanced, "chance": 1.0 / k, "label": label, "share": float(counts[i] / pred.size)}
+    return {"balanced": balanced, "chance": 1.0 / k, "accuracy": accuracy, "majority": majority, "label": label,
+            "share": float(counts[i] / pred.size)}
 
 
 def near_chance_message(found: dict, who: str, advice: str) -> str:
     """The one warning line for :func:`near_chance`'s finding."""
     return (f"{who}the model is barely better than predicting one class: balanced accuracy {found['balanced']:.3f} "
-            f"on the training rows against {found['chance']:.3f} for a constant, class {found['label']!r} "
-            f"predicted for {found['share']:.1%} of them (statistics of the training data, not private). {advice}")
+            f"on the training rows against {found['chance']:.3f} for a constant, accuracy {found['accuracy']:.3f} "
+            f"against {found['majority']:.3f} for the majority class; class {found['label']!r} predicted for "
+            f"{found['share']:.1%} of them (statistics of the training data, not private). {advice}")
 
 
 #: A few raw columns carrying this share of the training rows' squared norm take the norm the rows
