@@ -329,7 +329,8 @@ def calibrate(
     discretisation, where ε can rise by ~1e-4 when z rises by 1e-6).  For sampled batches
     ``composition-pld`` is calibrated first (placed on its coarser search grid, decided on
     the certificate's), and the other analyses are asked once whether they meet the target
-    just below its answer; only if they do are they bisected below that point.  The result
+    at its answer (missing there, they miss below it), and only if they do, just below it and
+    bisected below that point if they meet there too.  The result
     is the same (ε is monotone in z for every analysis), with one evaluation of the RDP
     analyses instead of one per step of the search.
 
@@ -679,9 +680,10 @@ def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict,
 
     Where the PLD of sampled batches can decide and the query is a Gaussian (μ_q), the total is
     calibrated directly: the PLD composed with the query is placed on its coarser search grid
-    and decided on the certificate's (:func:`~noisysgd.noise_search.place_then_decide`), then every analysis, composed
-    as the certificate composes them, is asked once just below that answer and bisected below
-    it only if it meets there — no calibration to a basic-composition share first.  Otherwise
+    and decided on the certificate's (:func:`~noisysgd.noise_search.place_then_decide`), then every other analysis, composed
+    as the certificate composes them, is read off the report at that answer (missing there, they
+    miss below it), and only where one meets there asked just below it and bisected below it if
+    it meets there too — no calibration to a basic-composition share first.  Otherwise
     the training is calibrated to its share and :func:`calibrate_composed` lowers the noise.
     Either way the returned z was evaluated and met the total (the certificate's composition),
     and z/(1 + rel_tol) missed it."""
