@@ -103,7 +103,7 @@ class CenteredRows:
         return out
 
     def __array__(self, dtype=None, copy=None):
-        out = center_rows(self.X, self.center, self.radius)
+        out = self[:]  # (the same values as center_rows, with the norms computed once)
         return out if dtype is None else out.astype(dtype, copy=False)
 
     @cached_property
