@@ -469,4 +469,8 @@ def test_raw_columns_in_mixed_units_are_never_silent():
     assert len(named) == 1 and "('mean area')" in named[0] and "('worst area')" in named[0]
     lines = norm_lines(pd.DataFrame(X, columns=[f"col_{j}" for j in range(20)]), y)
     assert len(lines) == 1 and all(f"{j} ('col_{j}')" in lines[0] for j in big)
+    with warnings.catch_warnings(record=True) as caught:  # the fit's own checks predict on its validated rows:
+        warnings.simplefilter("always")                   # no scikit-learn warning about missing feature names
+        NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(frame.data, frame.target)
+    assert not [w for w in caught if "feature names" in str(w.message)]
     assert norm_lines(*load_digits(return_X_y=True)) == []

@@ -479,10 +479,10 @@ class _NoisySGDBase(BaseEstimator):
             fields["learning_rate"] = _learning_rate(rule, fields["smoothness"], lam)
         return Run.from_epochs(epochs=epochs, **fields)
 
-    def _scores(self, X):
+    def _scores(self, X, validated=False):
         """Scores of the rows as trained on (scaled, centered, clipped), a block at a time (issue 28 §4)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=_FLOATS)
+        X = X if validated else validate_data(self, X, reset=False, dtype=_FLOATS)  # (fit's own rows: validated)
         step = _score_rows(X.shape[1])
         return np.concatenate([self._block_scores(X[i:i + step]) for i in range(0, X.shape[0], step)])
 
@@ -778,9 +778,9 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
 
     def _warn_if_near_chance(self, X, y) -> None:
         """:func:`noisysgd.train.diagnostics.fit_warnings` (raw columns taking the norm, unless the mean said it)."""
-        said = "dominant_columns" in (self.privacy_report_.get("preprocessing") or {})
-        for line in fit_warnings(X, y, self.predict, who=f"{type(self).__name__}: ", raw=self._feature_range is None
-                                 and not said,
+        raw = self._feature_range is None and "dominant_columns" not in (self.privacy_report_.get("preprocessing") or {})
+        predict = lambda rows: self._labels(self._scores(rows, validated=True))  # noqa: E731 (fit's rows, names checked)
+        for line in fit_warnings(X, y, predict, who=f"{type(self).__name__}: ", raw=raw,
                                  clip=self._feature_clip, advice="Rescale columns on large scales (public bounds: "
                                  "feature_range=(low, high) arrays, or feature_range='private'), one-hot encode codes, "
                                  "weigh the rare class (class_weight), lower alpha, or raise epsilon",
@@ -792,10 +792,10 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         return self._scores(X)
 
     def predict(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        return self._labels(self.decision_function(X))
+
+    def _labels(self, scores):
+        return self.classes_[(scores > 0).astype(int)] if scores.ndim == 1 else self.classes_[np.argmax(scores, axis=1)]
 
     def predict_proba(self, X):
         """Class probabilities of the model's own link (logistic, softmax, or
