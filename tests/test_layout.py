@@ -17,7 +17,7 @@ LAYERS = [
     {"analyses"},
     {"accountant", "planning"},
     {"train"},
-    {"preprocessing", "private_fit", "model"},
+    {"preprocessing", "private_fit", "model", "curvature"},
     {"config", "audit", "figures"},
     {"estimators", "tuning", "demo"},
     {"cli"},
@@ -26,7 +26,8 @@ LAYERS = [
 LEVEL = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 #: Rooms within one layer that may import each other, and in which direction.
 SIDEWAYS = {("gdp", "rdp"), ("planning", "accountant"), ("model", "preprocessing"), ("demo", "estimators"),
-            ("tuning", "estimators")}
+            ("tuning", "estimators"),
+            ("curvature", "preprocessing"), ("curvature", "private_fit")}
 
 
 def _module(path: pathlib.Path) -> str:

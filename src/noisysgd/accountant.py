@@ -649,7 +649,8 @@ def compose_query(certificate: dict, eps_train: float, delta_train: float, adjac
                 eps, method = float(e), how
     certificate["preprocessing"] = dict(query)
     what = " and ".join(w for k, w in (("feature_range", "its private feature ranges"),
-                                        ("center", "its private centering")) if k in query) or "its preprocessing"
+                                        ("center", "its private centering"),
+                                        ("curvature", "its private curvature estimate")) if k in query) or "its preprocessing"
     composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and {what}, {adjacency} "
                 f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
                 f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "

@@ -38,9 +38,9 @@ says so when such a scaler precedes the estimator in a ``Pipeline``
 ``y`` and treated as public.
 
 Configuration: ``epochs``, ``batch_size``, ``batching`` and ``alpha`` default
-to ``"auto"``: chosen from public quantities only (n, d, the number of
-classes, ε, δ, the feature clip and the loss constants) by
-:func:`noisysgd.config.auto_config`, recorded in ``privacy_report_["config"]``.
+to ``"auto"``: chosen from public quantities (n, d, the number of classes, ε, δ, the
+feature clip, the loss constants) and, on data large enough, a private curvature estimate
+(:mod:`noisysgd.curvature`, charged) by :func:`noisysgd.config.auto_config` (``privacy_report_["config"]``).
 When a choice of the user makes every hidden-state analysis refuse the run
 (or lose to composition) and a hidden-state-friendly alternative would need
 much less noise, ``fit`` issues one :class:`CompositionFallbackWarning`
@@ -61,9 +61,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .accountant import calibrate, calibrate_with_query
 from .config import CompositionFallbackWarning, configure
+from .curvature import curvature_for
 from .planning import BASELINES
 from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
-                            scale_to_ball)
+                            recorded_query, scale_to_ball)
 from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
@@ -258,11 +259,7 @@ class _NoisySGDBase(BaseEstimator):
         requested = getattr(self, "feature_range", None)
         center_rule = self._center_rule(p)
         queries = []
-        recorded = None
-        if center_rule == "private" or isinstance(requested, str):
-            from .preprocessing import recorded_query
-
-            recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the query's answer
+        recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the queries' answers
         with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once trained
             warnings.simplefilter("always")
             if isinstance(requested, str):
@@ -276,9 +273,12 @@ class _NoisySGDBase(BaseEstimator):
             if center_rule == "private":
                 X, center, q = self._private_center(p, X, recorded)
                 queries.append(q)
+            curvature, q = curvature_for(p, X, loss, p["n"], target_bound, seed=self.random_state,  # issue 26
+                                         secure_mode=self.secure_mode, recorded=recorded)
+            queries += [q] if q is not None else []
         query = combine_queries(queries)
         n = p["n"]
-        config = configure(p, loss, n, X.shape[1], target_bound)
+        config = configure(p, loss, n, X.shape[1], target_bound, curvature=curvature)
         b = p["batch_size"]
         if b is not None and p["batching"] != "full":
             b = min(b, n)  # fewer examples than a batch: one batch of all of them
@@ -522,14 +522,14 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
 
         **"auto"** (the default for ``epochs``, ``batch_size``, ``batching``
         and ``alpha``): the parameters left to "auto" are chosen by
-        :func:`noisysgd.config.auto_config` from public quantities only (n,
-        d, the number of classes, ε, δ, ``feature_clip``, the loss constants;
-        never a feature or a label) by the smallest excess-risk proxy over a
+        :func:`noisysgd.config.auto_config` from public quantities (n, d, the
+        number of classes, ε, δ, ``feature_clip``, the loss constants) and, on
+        data large enough, a private curvature estimate (charged to the
+        certificate: :mod:`noisysgd.curvature`) by the smallest excess-risk proxy over a
         small grid, each candidate's noise calibrated by the accountant; the
         explicit ones are kept.  The choice, its proxy terms and every
-        candidate are in ``privacy_report_["config"]``.  Before this default
-        the estimators used epochs=100, batch_size=256, batching="cyclic",
-        alpha=0.01 — give them explicitly to get that run.
+        candidate are in ``privacy_report_["config"]``.  The pre-auto run was epochs=100,
+        batch_size=256, batching="cyclic", alpha=0.01 (give them explicitly).
     learning_rate : float, "auto" or "max", default="auto"
         Constant step size η; "auto" is 1/(2·smoothness); "max" is
         0.98·2/(alpha + smoothness), just below the largest step Ye & Shokri's

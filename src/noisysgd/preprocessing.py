@@ -398,8 +398,8 @@ def combine_queries(queries: list) -> dict | None:
         return queries[0]
     out = {}
     for q in queries:
-        out.update({k: q[k] for k in ("feature_range", "center", "centered", "feature_clip_after_centering")
-                    if k in q})
+        out.update({k: q[k] for k in ("feature_range", "center", "centered", "feature_clip_after_centering",
+                                      "curvature") if k in q})
     out.update(query="; ".join(q["query"] for q in queries),
                mu=math.sqrt(sum(q["mu"] ** 2 for q in queries)),
                epsilon=float(sum(q["epsilon"] for q in queries)), delta=float(sum(q["delta"] for q in queries)),

@@ -109,7 +109,8 @@ def add_arguments(p) -> None:
     p.add_argument("--delta", type=float, help="delta in (0, 1) (default min(1e-5, 1/(10 n)))")
     p.add_argument("--epochs", type=_int_or_auto, default="auto",
                    help="passes over the data, or auto (default: chosen with --batch-size, --batching and "
-                        "--alpha from public quantities only: n, d, classes, epsilon, delta, the loss constants)")
+                        "--alpha from public quantities: n, d, classes, epsilon, delta, the loss constants; and on data "
+                        "large enough a private curvature estimate, charged to the certificate)")
     p.add_argument("--batch-size", type=_int_or_auto, default="auto", help="capped at n; ignored for full (default auto)")
     p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
     p.add_argument("--lr", default="auto",
@@ -346,16 +347,8 @@ def _feature_range(args, X, epsilon, n: int):
     return (np.full(d, low), np.full(d, high)), None, epsilon, args.delta
 
 
-def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[Schedule, dict]:
-    """The run's :class:`~noisysgd.private_fit.Schedule`: the flags as given, and epochs,
-    batch size, batching and alpha left at "auto" chosen as the estimators choose them
-    (public quantities only: :func:`noisysgd.config.auto_config`).  Returns (schedule, the
-    certificate's "config" entry)."""
-    from ..config import configure
-
-    # the flags' own checks first (the messages name them), then the choice of the rest
-    delta = args.delta if delta is None else delta
-    _check_schedule_flags(args, epsilon, delta)
+def _params(args, epsilon, delta) -> dict:
+    """The flags as :func:`noisysgd.config.configure` reads an estimator's parameters."""
     p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
          "epsilon": epsilon, "delta": delta, "noise_multiplier": args.noise_multiplier,
          "learning_rate": _learning_rate(args.lr), "feature_clip": args.feature_clip,
@@ -364,7 +357,21 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None) -> tuple[Schedule
     if p["batching"] not in ("auto", "full") and p["batch_size"] == "auto" and "auto" not in (
             p["epochs"], p["alpha"]):
         p["batch_size"] = 256  # a minibatch scheme with nothing else left to choose: the former default
-    config = configure(p, loss, n, d, args.target_bound)
+    return p
+
+
+def _schedule(args, loss, n: int, d: int, epsilon, delta=None, curvature=None) -> tuple[Schedule, dict]:
+    """The run's :class:`~noisysgd.private_fit.Schedule`: the flags as given, and epochs,
+    batch size, batching and alpha left at "auto" chosen as the estimators choose them
+    (:func:`noisysgd.config.auto_config`: public quantities, and ``curvature``, the ratio of a
+    private curvature query, or None).  Returns (schedule, the certificate's "config" entry)."""
+    from ..config import configure
+
+    # the flags' own checks first (the messages name them), then the choice of the rest
+    delta = args.delta if delta is None else delta
+    _check_schedule_flags(args, epsilon, delta)
+    p = _params(args, epsilon, delta)
+    config = configure(p, loss, n, d, args.target_bound, curvature=curvature)
     batch = p["batch_size"]
     if p["batching"] == "full":
         batch = None
@@ -533,7 +540,8 @@ def cmd_train(args) -> int:
                                         and epsilon is not None):
             center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n,
                                                                 _names(table, X.shape[1]))
-    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta)
+        curvature, query, epsilon, delta = _curvature(args, X, loss, n, query, epsilon, delta)
+    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta, curvature)
     start = time.perf_counter()
     fit = fit_private(X, y, loss, schedule, *_bounds_and_privacy(args, epsilon, delta, query), Execution(
         random_state=args.seed, dtype=np.dtype(args.dtype), progress=_Progress(args.quiet),
@@ -596,6 +604,23 @@ def _names(table, d: int):
     """The table's feature names when there is one per column of X (for the warnings), else None."""
     names = getattr(table, "feature_names", None)
     return list(names) if names is not None and len(names) == d else None
+
+
+def _curvature(args, X, loss, n: int, query, epsilon, delta):
+    """The private curvature query of the composition regime's step size, where the search will
+    use it (:func:`noisysgd.curvature.curvature_for`, as the estimators).  Returns (the ratio or
+    None, the combined query, epsilon and delta left for training)."""
+    from ..curvature import curvature_for
+    from ..preprocessing import combine_queries
+
+    if epsilon is None:
+        return None, query, epsilon, delta
+    p = _params(args, epsilon, delta)
+    curvature, cq = curvature_for(p, X, loss, n, args.target_bound, seed=args.seed, secure_mode=args.secure_mode,
+                                  recorded=_recorded(args))
+    if cq is None:
+        return None, query, epsilon, delta
+    return curvature, combine_queries([q for q in (query, cq) if q is not None]), p["epsilon"], p["delta"]
 
 
 def _center(args, X, holdout, query, epsilon, delta, n: int, names=None):
@@ -691,7 +716,9 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
         chosen = config.get("chosen", {})
         alpha = chosen.get("alpha", run.strong_convexity)
         regime = f"{chosen['regime']} regime, " if chosen.get("regime") else ""
-        print(fill(f"configuration (auto, from public quantities only): {regime}batching={run.batching}, batch "
+        source = ("public quantities and the private curvature estimate" if (config.get("assumptions") or {}).get(
+            "curvature_ratio") is not None else "public quantities only")
+        print(fill(f"configuration (auto, from {source}): {regime}batching={run.batching}, batch "
                    f"size {run.batch_size or n}, {run.epochs:g} epochs, learning rate {run.learning_rate:.4g}, "
                    f"alpha={alpha:g}; intercept scaling {fit.result.intercept_scaling:g}"))
     pre = fit.certificate.get("preprocessing") or {}
