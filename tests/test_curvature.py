@@ -218,3 +218,23 @@ def test_a_resumed_fit_reuses_the_recorded_curvature(tmp_path, monkeypatch):
         clf = NoisySGDClassifier(**kw).fit(X, y)
     assert clf.privacy_report_["certificate"]["trainer_enforced"]["checkpoint"]["resumed_at_step"] == 20
     assert clf.privacy_report_["config"]["assumptions"]["curvature_ratio"] == part["ratio"]
+
+
+@pytest.mark.parametrize("params, asked", [
+    ({}, True),
+    ({"batch_size": 200}, False),  # an explicit batch size with batching "auto": cyclic, hidden state
+    ({"batching": "poisson", "batch_size": 200}, True),
+    ({"learning_rate": 0.5}, False),  # no step to choose
+    ({"batching": "poisson", "batch_size": 200, "epochs": 5, "alpha": 1e-3}, False),  # nothing left to "auto"
+])
+def test_the_query_is_asked_only_where_the_composition_regime_is_searched(params, asked):
+    """Where the search does not consider the composition regime nothing would use the answer, so
+    nothing is spent on it (config.composition_searched resolves the parameters as configure does)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(20000, 20))
+    y = (X @ rng.normal(size=20) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NoisySGDClassifier(epsilon=1.0, random_state=0, classes=[0, 1], center=None, **params).fit(X, y)
+    pre = clf.privacy_report_.get("preprocessing") or {}
+    assert ("curvature" in pre) == asked

@@ -17,8 +17,8 @@ LAYERS = [
     {"analyses"},
     {"accountant", "planning"},
     {"train"},
-    {"preprocessing", "private_fit", "model", "curvature"},
-    {"config", "audit", "figures"},
+    {"preprocessing", "private_fit", "model"},
+    {"config", "audit", "figures", "curvature"},
     {"estimators", "tuning", "demo"},
     {"cli"},
     {"__main__"},
@@ -27,7 +27,7 @@ LEVEL = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 #: Rooms within one layer that may import each other, and in which direction.
 SIDEWAYS = {("gdp", "rdp"), ("planning", "accountant"), ("model", "preprocessing"), ("demo", "estimators"),
             ("tuning", "estimators"),
-            ("curvature", "preprocessing"), ("curvature", "private_fit")}
+            ("curvature", "config")}
 
 
 def _module(path: pathlib.Path) -> str:

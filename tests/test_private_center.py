@@ -173,7 +173,8 @@ def test_without_centering_the_model_and_certificate_are_as_before():
 
 
 def test_centering_composes_with_private_ranges():
-    """Both queries: one √(μ_r² + μ_c²)-GDP query (GDP composition) in the certificate."""
+    """Both queries (and the curvature query the composition regime asks for on 4,000 rows): one
+    √(Σμ_i²)-GDP query (GDP composition) in the certificate."""
     from sklearn.datasets import make_classification
 
     X, y = make_classification(n_samples=4000, n_features=10, random_state=0)
@@ -182,10 +183,12 @@ def test_centering_composes_with_private_ranges():
         warnings.simplefilter("ignore")
         clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", random_state=0).fit(X, y)
     pre = clf.privacy_report_["preprocessing"]
-    assert pre["feature_range"] == "private" and pre["center"] == "private" and len(pre["parts"]) == 2
+    assert pre["feature_range"] == "private" and pre["center"] == "private" and len(pre["parts"]) == 3
+    assert [("feature_range" in p, "center" in p, "curvature" in p) for p in pre["parts"]] == [
+        (True, False, False), (False, True, False), (False, False, True)]  # in the order they were asked
     assert pre["mu"] == pytest.approx(math.hypot(*(p["mu"] for p in pre["parts"])))
     assert pre["epsilon"] == pytest.approx(sum(p["epsilon"] for p in pre["parts"]))
-    assert pre["delta"] == pytest.approx(1e-6 * (0.1 + 0.9 * 0.1))
+    assert pre["delta"] == pytest.approx(1e-6 * (0.1 + 0.9 * 0.1 + 0.9 * 0.9 * 0.05))
     assert clf.epsilon_ <= 2.0 and clf.delta_ == pytest.approx(1e-6)
     assert "private feature ranges and its private centering" in clf.privacy_report_["certificate"]["guarantee"]
 

@@ -63,9 +63,10 @@ def test_the_estimator_certifies_the_model_and_the_ranges_together():
     X = X * 10.0 ** np.linspace(-3, 3, 10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # center=None: the range query alone (with centering too: test_private_center.py)
+        # center=None: the range query alone (with centering too: test_private_center.py); cyclic
+        # batches: a hidden-state run (GDP composition below), no curvature query for a composition step
         clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", center=None,
-                                 random_state=0).fit(X, y)
+                                 batching="cyclic", random_state=0).fit(X, y)
     rep = clf.privacy_report_
     pre = rep["preprocessing"]
     assert pre["feature_range"] == "private" and pre["epsilon"] == pytest.approx(0.2)

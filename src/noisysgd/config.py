@@ -103,7 +103,8 @@ from .accountant import calibrate
 from .analyses import ANALYSES
 from .run import Run
 
-__all__ = ["AutoConfig", "auto_config", "configure", "CompositionFallbackWarning", "MODEL_NORM", "SEARCH_ANALYSES",
+__all__ = ["AutoConfig", "auto_config", "configure", "composition_searched", "fixed_parameters",
+           "CompositionFallbackWarning", "MODEL_NORM", "SEARCH_ANALYSES",
            "GRID", "LEGACY", "with_legacy_defaults"]
 
 
@@ -515,6 +516,31 @@ def _composition_candidates(ctx: _Search, fixed: dict, alphas) -> list:
             for b in _composition_sizes(ctx.n, fixed) for e in epochs_grid for lam in alphas]
 
 
+def fixed_parameters(p: dict) -> dict:
+    """The parameters among batching, batch_size, epochs and alpha that ``p`` (an estimator's
+    checked parameters) does not leave to "auto", as :func:`configure` resolves them."""
+    fixed = {k: p[k] for k in ("batching", "batch_size", "epochs", "alpha") if p[k] != "auto"}
+    if "batch_size" in fixed and "batching" not in fixed:
+        # an explicit batch size asks for minibatches; None for all the data at once
+        # (add/remove: Poisson minibatches, the only ones it admits at sensitivity L)
+        minibatch = "cyclic" if p["adjacency"] == "replace" else ADD_REMOVE_BATCHING
+        fixed["batching"] = minibatch if fixed["batch_size"] is not None else "full"
+    if fixed.get("batching") not in (None, "cyclic", "full") and "batch_size" not in fixed:
+        fixed["batch_size"] = LEGACY["batch_size"]
+    if fixed.get("batching") == "full":
+        fixed.pop("batch_size", None)
+    return fixed
+
+
+def composition_searched(p: dict) -> bool:
+    """Whether :func:`configure` searches the amplified-composition regime for ``p`` (a target ε,
+    something left to "auto", ``learning_rate="auto"``, batching left to the search or Poisson;
+    the loss must also be convex with a smoothness constant, which the caller checks)."""
+    return (p["epsilon"] is not None and p["learning_rate"] == "auto"
+            and any(p[k] == "auto" for k in ("batching", "batch_size", "epochs", "alpha"))
+            and fixed_parameters(p).get("batching", "poisson") == "poisson")
+
+
 def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | None = None) -> dict:
     """Fill the "auto" epochs, batch_size, batching and alpha of ``p`` (an estimator's checked
     parameters: those keys plus epsilon, delta, noise_multiplier, learning_rate, feature_clip,
@@ -528,16 +554,7 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
     auto = [k for k in names if p[k] == "auto"]
     if not auto:
         return {"auto": []}
-    fixed = {k: p[k] for k in names if p[k] != "auto"}
-    if "batch_size" in fixed and "batching" not in fixed:
-        # an explicit batch size asks for minibatches; None for all the data at once
-        # (add/remove: Poisson minibatches, the only ones it admits at sensitivity L)
-        minibatch = "cyclic" if p["adjacency"] == "replace" else ADD_REMOVE_BATCHING
-        fixed["batching"] = minibatch if fixed["batch_size"] is not None else "full"
-    if fixed.get("batching") not in (None, "cyclic", "full") and "batch_size" not in fixed:
-        fixed["batch_size"] = LEGACY["batch_size"]
-    if fixed.get("batching") == "full":
-        fixed.pop("batch_size", None)
+    fixed = fixed_parameters(p)
     delta = p["delta"] if p["delta"] is not None else _default_delta(n)
     c = loss.constants(feature_clip=p["feature_clip"], clip_norm=p["clip_norm"], diameter=p["diameter"],
                        target_bound=target_bound, intercept_scaling=p.get("intercept_scaling", 1.0))

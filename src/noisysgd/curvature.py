@@ -160,14 +160,14 @@ def curvature_for(p: dict, X, loss, n: int, target_bound=None, *, seed=None, sec
                   recorded: dict | None = None) -> tuple:
     """The curvature query of a fit about to choose its configuration, where the composition regime
     will be searched (``p``: the estimator's checked parameters, as :func:`noisysgd.config.configure`
-    reads them; ``X`` the rows as trained; ``n`` the public row count): ``learning_rate="auto"``, a
-    target ``epsilon``, batching "auto" or "poisson", something left to "auto", a convex loss with a
-    smoothness constant — and :func:`curvature_applies`.  Lowers ``p``'s target to what is left
+    reads them; ``X`` the rows as trained; ``n`` the public row count):
+    :func:`noisysgd.config.composition_searched`, a convex loss with a smoothness constant — and
+    :func:`curvature_applies`.  Lowers ``p``'s target to what is left
     for training.  Returns (the ratio λ̂/R̄² or None, the query's details or None)."""
+    from .config import composition_searched
     from .private_fit import default_delta
 
-    if (p["epsilon"] is None or p["learning_rate"] != "auto" or p["batching"] not in ("auto", "poisson")
-            or not any(p[k] == "auto" for k in ("batching", "batch_size", "epochs", "alpha"))):
+    if not composition_searched(p):
         return None, None
     c = loss.constants(feature_clip=p["feature_clip"], clip_norm=p["clip_norm"], diameter=p["diameter"],
                        target_bound=target_bound, intercept_scaling=p["intercept_scaling"])
