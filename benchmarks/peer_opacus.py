@@ -144,12 +144,17 @@ def _defaults(splits, k, adjacency, seeds=SEEDS) -> dict:
     extra = {"adjacency": "add-remove", "public_n": None} if adjacency == "add-remove" else {}
     rows = {}
     for eps in (0.5, 1.0, 3.0):
-        accs = [float(NoisySGDClassifier(epsilon=eps, classes=list(range(k)), random_state=s,
-                                         **{**extra, **({"public_n": len(Xtr)} if extra else {})})
-                      .fit(Xtr, ytr).score(Xte, yte))
-                for s, (Xtr, Xte, ytr, yte) in zip(seeds, splits)]
+        accs, chosen = [], []
+        for s, (Xtr, Xte, ytr, yte) in zip(seeds, splits):
+            clf = NoisySGDClassifier(epsilon=eps, classes=list(range(k)), random_state=s,
+                                     **{**extra, **({"public_n": len(Xtr)} if extra else {})}).fit(Xtr, ytr)
+            accs.append(float(clf.score(Xte, yte)))
+            cfg = clf.privacy_report_["config"]
+            chosen.append({**{key: cfg["chosen"].get(key) for key in ("regime", "batching", "batch_size", "epochs",
+                                                                       "alpha", "learning_rate")},
+                           "curvature_ratio": cfg["assumptions"].get("curvature_ratio")})
         rows[f"{eps:g}"] = {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
-                            "seeds": accs}
+                            "seeds": accs, "chosen": chosen}
         print(f"  noisysgd defaults ({adjacency}) eps {eps:g}: {np.mean(accs):.3f} ± {rows[f'{eps:g}']['std']:.3f}",
               flush=True)
     return rows

@@ -46,3 +46,13 @@ def test_the_regularization_table_is_the_benchmark_result():
     # benchmarks/regularization.py writes the JSON file (issue 27 §2)
     _shown(_benchmark("regularization").markdown_table(), 5 * 3, "§5",
            "benchmarks/regularization.py's markdown_table()")
+
+
+def test_the_regime_tables_of_section_1a_are_the_benchmark_results():
+    # benchmarks/auto_config.py and peer_opacus.py --centered [--adjacency add-remove] [--fashion DIR
+    # [--scatter]] [--held-out] (--defaults-only after a change of the defaults) write the JSON files
+    tables = _benchmark("auto_config").markdown_regime_tables()
+    how = "benchmarks/auto_config.py's markdown_regime_tables()"
+    _shown(tables["replace"], 5 * 3, "§1a (replace-one)", how)
+    _shown(tables["add-remove"], 5 * 3, "§1a (add/remove)", how)
+    _shown(tables["held-out"], 2 * 3, "§1a (held-out)", how)
