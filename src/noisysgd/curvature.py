@@ -92,7 +92,8 @@ def private_curvature(rows, *, n: int, radius2: float, mu: float, rng, rounds: i
     # the query's own clip to R̄ (a no-op in exact arithmetic: the trainer's rows have norm ≤ R̄),
     # from rows.norms, an upper bound on each row's computed norm: its answers are a function of
     # rows of norm ≤ R̄ whatever rounding did
-    weight = np.minimum(1.0, radius2 / np.maximum(rows.norms * rows.norms, 1e-300)).astype(rows.dtype)
+    weight = np.minimum(1.0, radius2 / np.maximum(rows.norms * rows.norms, 1e-300))
+    weight = (weight * (1.0 - 4.0 * float(np.finfo(rows.dtype).eps))).astype(rows.dtype)  # rounded down
     v = rng.standard_normal(p)  # v₀: drawn before anything of the data is read
     v /= np.linalg.norm(v)
     step = block_rows(p)
