@@ -96,7 +96,8 @@ def test_the_answers_are_the_gaussian_mechanism_written_out(centered):
     assert details["power_norm"] == pytest.approx(rho, rel=1e-9)
     assert estimate == pytest.approx(min(r2, rho + sigma * math.sqrt(7)), rel=1e-9)
     exact = np.linalg.eigvalsh(_second_moment(Xbar, 500))[-1]
-    assert exact <= estimate <= exact + 3 * sigma * math.sqrt(7)  # the margin keeps it above λ_max here
+    # the margin σ√p keeps λ̂ near or above λ_max (ρ itself is within a few σ of it on 7 coordinates)
+    assert exact - 2 * sigma * math.sqrt(7) <= estimate <= exact + 3 * sigma * math.sqrt(7)
 
 
 def test_the_exact_privacy_loss_of_a_tight_pair_is_within_the_certified_mu():
@@ -105,10 +106,10 @@ def test_the_exact_privacy_loss_of_a_tight_pair_is_within_the_certified_mu():
     − ‖Δ_k‖²/(2σ²) with Δ_k = (A − A')v_{k−1}: an adaptive composition of Gaussian shifts, exactly
     √(Σ_k‖Δ_k‖²)/σ-GDP on each transcript (Dong, Roth & Su 2022, Cor. 3.3).  That μ never exceeds the
     μ_c the query certifies, and here it comes close (the iteration turns to e₁ after the first,
-    random, direction, and along e₁ the shift is the whole sensitivity): 0.85·μ_c on nine
-    transcripts in ten, 0.9·μ_c on half, so a σ 15 % smaller than the library's would certify less
-    than this pair leaks."""
-    n, R, s, mu = 50, 1.0, 1e-9, 0.5
+    random, direction, and along e₁ the shift is the whole sensitivity): 0.85·μ_c or more on nine
+    transcripts in ten (0.93 measured over 5,000), 0.9·μ_c on half, so a σ 15 % smaller than the
+    library's would certify less than this pair leaks."""
+    n, R, s, mu = 50, 1.0, 1e-9, 4.0  # (a μ large enough that the iteration turns to e₁ after one answer)
     X = np.tile([[1.0, 0.0, 0.0]], (n, 1))
     Y = X.copy()
     Y[-1] = 0.0
@@ -137,7 +138,8 @@ def test_the_query_spends_its_share_and_is_asked_only_where_it_can_tell_somethin
     assert (eps, delta) == pytest.approx((1.0 - query["epsilon"], 1e-5 - 5e-7), rel=1e-12)
     _, Xbar = _rows(X, 1.0, 0.25)
     exact = np.linalg.eigvalsh(_second_moment(Xbar, 20000))[-1] / (1.0 + 0.25 ** 2)
-    assert exact <= ratio <= exact + 2 * query["expected_noise_norm"] / (1.0 + 0.25 ** 2)
+    noise = query["expected_noise_norm"] / (1.0 + 0.25 ** 2)  # σ√p over R̄², ~4.6 σ/R̄²
+    assert exact - noise <= ratio <= exact + 2 * noise
     small = private_curvature_within(X[:400], 1.0, 1e-5, feature_clip=1.0, intercept_scaling=0.25, n=400, seed=0)
     assert small == (None, None, 1.0, 1e-5)  # not informative: nothing spent
 
@@ -179,7 +181,7 @@ def test_a_fit_certifies_the_curvature_with_the_model():
     assert clf.epsilon_ <= 1.0 * (1 + 1e-9)
     cfg = clf.privacy_report_["config"]
     assert cfg["assumptions"]["curvature_ratio"] == pytest.approx(parts["curvature"]["ratio"], rel=1e-12)
-    assert "private curvature query" in cfg["explanation"]
+    assert "private curvature query" in cfg["explanation"] and "public inputs only" not in cfg["explanation"]
 
 
 class _Interrupted(Exception):
