@@ -205,7 +205,8 @@ class AutoConfig:
             f"in the search) among {len(self.candidates)} candidates for {', '.join(auto) or 'nothing'}, "
             f"by the smallest excess-risk proxy {c['proxy']:.4g} ({c['bound']} bound: noise {c['noise_term']:.3g}, "
             f"optimisation {c['optimisation_term']:.3g}, regularization bias {c['bias_term']:.3g}); "
-            f"public inputs only: n, d, outputs, epsilon, delta, feature clip, loss constants, and an "
+            f"public inputs{'' if self.assumptions.get('curvature_ratio') is not None else ' only'}: n, d, "
+            f"outputs, epsilon, delta, feature clip, loss constants, and an "
             f"assumed model norm B = {self.assumptions['model_norm']:g}"
         )
         if self.assumptions.get("curvature_ratio") is not None:
