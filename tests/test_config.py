@@ -5,7 +5,8 @@ import math
 import pytest
 
 import noisysgd
-from noisysgd.config import (COMPOSITION_GRID, COMPOSITION_SEARCH, GRID, LEGACY, SEARCH_ANALYSES, STEP_FACTOR,
+from noisysgd.config import (COMPOSITION_GRID, COMPOSITION_SEARCH, GRID, LEGACY, SCREEN_ORDERS, SCREEN_REL_TOL,
+                             SEARCH_ANALYSES, STEP_FACTOR,
                              auto_config, proxy_terms, with_legacy_defaults)
 
 PUBLIC = dict(n=500, d=5, outputs=1, delta=1e-5, lipschitz=math.sqrt(2.0), smoothness=0.5)
@@ -113,3 +114,32 @@ def test_with_legacy_defaults_replaces_only_auto():
     assert with_legacy_defaults(params) == {**params, "epochs": LEGACY["epochs"], "batching": "cyclic",
                                             "alpha": LEGACY["alpha"]}
     assert params["epochs"] == "auto"  # a copy
+
+
+@pytest.mark.parametrize("n, b, epochs, adjacency, eps", [
+    (60000, 256, 100, "replace", 1.0), (60000, 4096, 10, "replace", 3.0), (1347, 256, 30, "replace", 0.5),
+    (426, 64, 10, "add-remove", 3.0), (16000, 1024, 100, "add-remove", 1.0)])
+def test_the_composition_screen_leans_against_its_regime(n, b, epochs, adjacency, eps):
+    """The composition regime's z (:func:`noisysgd.config._composition_z`, the RDP composition on
+    the sparse SCREEN_ORDERS, started from the central-limit estimate): it meets the target, z/(1 +
+    SCREEN_REL_TOL) misses it on those orders, and it is at or above the z of the PLD that certifies
+    the chosen run (the search never favours this regime) and, to 0.2 %, of the RDP on the
+    accountant's own order grid."""
+    from noisysgd.config import _composition_z
+
+    z, analysis, steps = _composition_z(n, b, epochs, adjacency, 1.0, eps, 1.0 / (10 * n), COMPOSITION_SEARCH,
+                                        SCREEN_REL_TOL)
+    run = noisysgd.Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching="poisson", learning_rate=1.0,
+                                   noise_multiplier=z, lipschitz=1.0, adjacency=adjacency)
+    assert analysis == "composition" and steps == run.steps
+    at = noisysgd.epsilon(run, delta=1.0 / (10 * n), analyses=["composition"], orders=SCREEN_ORDERS)
+    assert at.epsilon <= eps
+    below = run.replace(noise_multiplier=z / (1 + SCREEN_REL_TOL))
+    assert noisysgd.epsilon(below, delta=1.0 / (10 * n), analyses=["composition"], orders=SCREEN_ORDERS).epsilon > eps
+    full = noisysgd.calibrate(run, epsilon=eps, delta=1.0 / (10 * n), analyses=["composition"], rel_tol=1e-3)
+    pld = noisysgd.calibrate(run, epsilon=eps, delta=1.0 / (10 * n), analyses=["composition-pld"], rel_tol=1e-3)
+    assert z >= pld.noise_multiplier and z >= full.noise_multiplier / (1 + 1e-3) ** 2
+    # every order is a sound bound: the sparse grid's best is close to the default grid's (whose
+    # orders between integrated ones are chords), and so are the two z
+    dense = noisysgd.epsilon(run, delta=1.0 / (10 * n), analyses=["composition"]).epsilon
+    assert dense * (1 - 2e-3) <= at.epsilon <= dense * (1 + 7e-3)

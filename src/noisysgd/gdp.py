@@ -196,19 +196,40 @@ def gdp_delta(mu, epsilon) -> float:
 
 
 def bisect_decreasing(g, lo: float, hi: float, *, max_iter: int = 2200) -> float:
-    """For g(lo) > 0 ≥ g(hi): bisection until ``lo`` and ``hi`` are adjacent floats
-    (or ``max_iter`` halvings); returns ``hi``, the end where g ≤ 0.  Plain
-    bisection (≈ 64 halvings for any bracket of positive floats, one float
-    comparison each) instead of scipy's brentq, whose import costs 0.25 s of every
-    CLI call; the callers verify and nudge the result anyway."""
+    """For g(lo) > 0 ≥ g(hi): shrink the bracket until ``lo`` and ``hi`` are adjacent floats
+    (or ``max_iter`` evaluations); returns ``hi``, the end where g ≤ 0.  The next point is the
+    false-position one, with the Illinois rule (an end kept twice has its value halved, so both
+    ends close in: Dahlquist & Björck, *Numerical Methods*, §6.2) — about 10 evaluations of a
+    smooth g instead of bisection's ~64 — and a bisection wherever that point is not strictly
+    inside the bracket, is not finite, or the bracket did not halve over the last three steps
+    (so it closes whatever g looks like).  Only the end where g ≤ 0 is returned, as bisection
+    would (instead of scipy's brentq, whose import costs 0.25 s of every CLI call); the callers
+    verify and nudge the result anyway."""
+    g_lo, g_hi = g(lo), g(hi)
+    kept = 0            # +1: lo was kept last step, −1: hi was
+    widths = [hi - lo]
     for _ in range(max_iter):
-        mid = lo + 0.5 * (hi - lo)
-        if not lo < mid < hi:
+        half = lo + 0.5 * (hi - lo)
+        if not lo < half < hi:
             break
-        if g(mid) > 0.0:
-            lo = mid
+        mid = half
+        if (len(widths) < 4 or widths[-1] <= 0.5 * widths[-4]) and math.isfinite(g_lo) \
+                and math.isfinite(g_hi) and g_lo > g_hi:
+            x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+            if lo < x < hi:
+                mid = x
+        gm = g(mid)
+        if gm > 0.0:
+            lo, g_lo = mid, gm
+            if kept == -1:
+                g_hi *= 0.5
+            kept = -1
         else:
-            hi = mid
+            hi, g_hi = mid, gm
+            if kept == 1:
+                g_lo *= 0.5
+            kept = 1
+        widths.append(hi - lo)
     return hi
 
 

@@ -644,8 +644,8 @@ def _replace_one_log_am1(a: float, q: float, mu: float) -> float:
     x_left = 30.0 + mu
     x_kappa = (l1q - lq + math.log(1e5 * a) + c) / mu
     x_right = max(5.0, min(a * mu + 30.0, max(x_kappa, 5.0)))
-    # Cell widths 0.01 / 2^k on the right; the cells of an order are a prefix of
-    # a power-of-two grid shared (with its cached masses) by the other orders.
+    # Cell widths 0.01 / 2^k on the right; the cells of an order are a prefix of the
+    # _REPLACE_CELLS cells of that width, computed once (with their masses) for every order.
     d_target = min(_REPLACE_WIDTH, 0.03 / (mu * math.sqrt(a)))
     d = _REPLACE_WIDTH / 2.0 ** math.ceil(math.log2(_REPLACE_WIDTH / d_target))
     n_right = math.ceil(x_right / d)
@@ -653,7 +653,7 @@ def _replace_one_log_am1(a: float, q: float, mu: float) -> float:
         n_right, d = _REPLACE_CELLS, x_right / _REPLACE_CELLS
         n_shared = n_right
     else:
-        n_shared = 2 ** math.ceil(math.log2(n_right))
+        n_shared = _REPLACE_CELLS  # one prefix grid for every order of this (q, μ, width)
     width_r = d
     x_right = n_right * d
 
@@ -702,7 +702,10 @@ def _replace_one_log_am1(a: float, q: float, mu: float) -> float:
     allv = np.concatenate(parts)
     if np.isnan(allv).any() or np.isposinf(allv).any():
         return math.inf
-    return float(special.logsumexp(allv))
+    top = float(allv.max())  # log Σ e^v by hand: scipy's logsumexp costs ~10x more on these sizes
+    if top == -math.inf:
+        return top
+    return top + math.log(float(np.exp(allv - top).sum()))
 
 
 def _log_expm1_safe(x):
