@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_iris
 
 from noisysgd import load_model
@@ -413,3 +415,42 @@ def test_feature_range_spread_round_trip(tmp_path):
                                                                                    "spread": bad}}))
         with pytest.raises(ValueError, match="spread"):
             load_model(tmp_path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(3, 300), d=st.integers(1, 9), fraction=st.floats(0.01, 0.9), seed=st.integers(0, 2**16),
+       block=st.sampled_from([1, 2, 7, 64]))
+def test_holdout_moves_the_training_rows_in_place(n, d, fraction, seed, block):
+    """--holdout on the reader's own writable X: the training rows, in their order, are a view of
+    X's first rows (no copy of them: issue 28 §4), the held-out rows a copy, both exactly the rows
+    the split names, whatever the block size of the moves; a read-only X is copied and left as it was."""
+    import argparse
+
+    import noisysgd.train.rows as rows_module
+    from noisysgd.cli.train import _split_holdout, _take_holdout
+
+    k = int(round(fraction * n))
+    if k < 1 or n - k < 2:
+        return
+    rng = np.random.default_rng(seed)
+    X0 = rng.normal(size=(n, d))
+    y0 = rng.integers(0, 3, size=n)
+    train_rows, held = _split_holdout(argparse.Namespace(holdout=fraction, seed=seed, secure_mode=False), n)
+    original = rows_module.block_rows
+    rows_module.block_rows = lambda _d: block
+    try:
+        X = X0.copy()
+        Xt, yt, (Xh, yh) = _take_holdout(X, y0, train_rows, held)
+    finally:
+        rows_module.block_rows = original
+    np.testing.assert_array_equal(Xt, X0[train_rows])
+    np.testing.assert_array_equal(yt, y0[train_rows])
+    np.testing.assert_array_equal(Xh, X0[held])
+    np.testing.assert_array_equal(yh, y0[held])
+    assert np.shares_memory(Xt, X) and Xt.base is X and not np.shares_memory(Xh, X)
+    frozen = X0.copy()
+    frozen.setflags(write=False)
+    Xt, yt, (Xh, yh) = _take_holdout(frozen, y0, train_rows, held)
+    np.testing.assert_array_equal(Xt, X0[train_rows])
+    np.testing.assert_array_equal(frozen, X0)
+    assert not np.shares_memory(Xt, frozen)

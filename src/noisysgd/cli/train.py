@@ -427,6 +427,28 @@ def _split_holdout(args, n: int):
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
+def _take_holdout(X, y, train_rows, held):
+    """(training X, training y, (held-out X, held-out y)) for ``--holdout``: the k held-out rows
+    copied out, and the training rows, in their order, as a view of the first n − k rows of X
+    where X is the reader's own writable array (a parsed CSV, a Parquet table's scratch map):
+    each training row moved forward over rows already read, a block at a time (the indices
+    increase, so train_rows[j] ≥ j: a block's sources lie at or after its destinations and after
+    every earlier block's), so no copy of the training rows is formed (issue 28 §4).  A read-only
+    X (a memory-mapped ``.npy``/``.npz``) is copied, as the one-line hint says."""
+    from ..train.rows import block_rows
+
+    holdout = (X[held], y[held])
+    if not X.flags.writeable:
+        return X[train_rows], y[train_rows], holdout
+    m = train_rows.size
+    moved = np.flatnonzero(train_rows != np.arange(m))  # the rows before the first held-out one stay
+    step = block_rows(X.shape[1])
+    for j0 in range(int(moved[0]) if moved.size else m, m, step):
+        j1 = min(m, j0 + step)
+        X[j0:j1] = X[train_rows[j0:j1]]  # (the right side is gathered before it is written)
+    return X[:m], y[train_rows], holdout
+
+
 def _quality(task, pred, y, classes) -> float:
     if task == "regression":
         return float(np.sqrt(np.mean((pred - y) ** 2)))
@@ -504,8 +526,8 @@ def cmd_train(args) -> int:
         warnings.simplefilter("always")
         loss, y, classes = _loss(args, table.y)
     X = table.X
-    copying = [flag for flag, value in (("--holdout", args.holdout), ("--feature-range", args.feature_range))
-               if value is not None]
+    copying = [flag for flag, value in (("--holdout", args.holdout if not X.flags.writeable else None),
+                                        ("--feature-range", args.feature_range)) if value is not None]
     if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES and copying:
         # (the engine itself reads the rows a batch at a time: noisysgd.train.rows)
         verb = "copies" if len(copying) == 1 else "copy"
@@ -514,9 +536,7 @@ def cmd_train(args) -> int:
                       stacklevel=2)
     holdout = None
     if args.holdout is not None:
-        train_rows, held = _split_holdout(args, X.shape[0])
-        holdout = (X[held], y[held])
-        X, y = X[train_rows], y[train_rows]
+        X, y, holdout = _take_holdout(X, y, *_split_holdout(args, X.shape[0]))
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
     # n: the rows under replace, the declared --public-n under add-remove (which needs it)
     n = public_size(Privacy(adjacency=args.adjacency, public_n=args.public_n), X.shape[0],
