@@ -514,7 +514,7 @@ def _replace_one_on_grid(alpha: np.ndarray, q: float, sigma: float) -> np.ndarra
     where they are close ((α₁−1) ≤ 1.25·(α₀−1)) and D_α grows by at most 1.3× between the
     two ends; elsewhere (the steep stretch where a sampled Gaussian's RDP turns from ~q²α
     to ~α/σ²) every order is integrated.  This integrates about a third of the default
-    grid's orders (2.5–3.7× faster); the chord is within ~3 % of the per-order bound and ε
+    grid's orders (1.8–2.5× faster per curve); the chord is within ~3 % of the per-order bound and ε
     at δ = 1e-5 within 0.5 % (benchmarks/replace_one_speed.py).  Short order lists (≤ 40
     orders, as tests pass) are computed at every order."""
     n = alpha.size
