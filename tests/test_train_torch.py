@@ -371,3 +371,35 @@ def test_cuda_matches_cpu():
     var = (1.0 * 0.5 / 16) ** 2 * 0.3**2 * run.steps
     z = zeros.coef[:2000].astype(float) / math.sqrt(var)
     assert _two_sided(stats.chi2.cdf(float(np.sum(z * z)), 2000)) > 1e-6
+
+
+@pytest.mark.parametrize("xdt, dt", [(np.float64, np.float64), (np.float64, np.float32), (np.float32, np.float32),
+                                     (np.float32, np.float64)])
+@pytest.mark.parametrize("block", [1, 3, 64])
+def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(xdt, dt, block, monkeypatch):
+    """X̄ written into the device tensor a block of rows at a time equals losses._augment's X̄ bit
+    for bit (the float64 scaling rounded once to the training dtype, the bias column), whatever the
+    block size, and the host allocates one block of it, not X̄ (issue 28 §4)."""
+    import tracemalloc
+
+    from noisysgd.train import rows as rows_module
+    from noisysgd.train.losses import _augment, _row_norms
+
+    rng = np.random.default_rng(block)
+    X = (rng.normal(size=(200, 7)) * rng.uniform(0.1, 3.0, size=(200, 1))).astype(xdt)
+    monkeypatch.setattr(rows_module, "block_rows", lambda d: block)
+    monkeypatch.setattr(torch_backend, "block_rows", lambda d: block)
+    want, want_norms = _augment(X, 1.3, np.dtype(dt), bias=0.7)
+    got, norms = torch_backend._augment_on(torch, X, 1.3, np.dtype(dt), "cpu", bias=0.7)
+    assert got.dtype == torch.from_numpy(want).dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(norms, want_norms)
+    big = rng.normal(size=(20000, 50))
+    norms = _row_norms(big)
+    tracemalloc.start()
+    try:
+        torch_backend._augment_on(torch, big, 1.0, np.dtype(np.float64), "cpu", norms)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.1 * big.nbytes  # numpy's blocks and vectors of n; the tensor is torch's

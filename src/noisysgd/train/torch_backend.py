@@ -72,8 +72,9 @@ from .losses import (
     OneVsRestLogistic,
     Softmax,
     Squared,
-    _augment,
+    _row_norms,
 )
+from .rows import block_rows
 
 __all__ = ["train_torch", "sgd_torch", "noisy_sgd_core_torch", "TORCH_INSTALL_HINT"]
 
@@ -392,9 +393,30 @@ def sgd_torch(
                           extra={"private": False})
 
 
+def _augment_on(torch, X: np.ndarray, R: float, dt: np.dtype, device, norms: np.ndarray | None = None,
+                bias: float = 1.0):
+    """(X̄ as a tensor on ``device``, ‖x̄_i‖ in float64): :func:`~noisysgd.train.losses._augment`'s
+    arithmetic bit for bit (each row scaled by min(1, R/‖x_i‖) in float64 and rounded once to
+    ``dt``, the last column ``bias``), written a block of rows at a time straight into the device
+    tensor: the host holds one block, never X̄ (issue 28 §4: on a GPU the host held X̄ whole and
+    the device its copy).  On the CPU the tensor is the one working copy, as before."""
+    n, d = X.shape
+    norms = _row_norms(X) if norms is None else norms
+    scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
+    out = torch.empty((n, d + 1), dtype=torch.from_numpy(np.empty(0, dtype=dt)).dtype, device=device)
+    step = block_rows(d)
+    for start in range(0, n, step):
+        block = slice(start, start + step)
+        rows = np.multiply(X[block], scale[block, None], dtype=np.float64).astype(dt, copy=False)
+        out[block, :-1] = torch.from_numpy(rows).to(device)
+    out[:, -1] = bias
+    clipped = np.minimum(norms, R)
+    return out, np.sqrt(clipped * clipped + bias * bias)
+
+
 def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
-    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
+    Xbar, norms = _augment_on(torch, p.X, p.feature_clip, dt, device, p.row_norms, bias=p.intercept_scaling)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
     shape = loss.param_shape(p.X.shape[1])
     streams = rng_streams(p.random_state)
@@ -410,7 +432,7 @@ def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) 
         return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
     W, steps = noisy_sgd_core_torch(
-        loss, put(Xbar), put(Y),
+        loss, Xbar, put(Y),
         batches=run_batches(run, streams.batches, rows=p.X.shape[0]),
         step_sizes=run.step_sizes(),
         denominator=run.batch_size,
