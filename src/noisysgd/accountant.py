@@ -387,7 +387,7 @@ def calibrate(
         expensive = (pld,) if (pld in chosen and len(chosen) > 1
                                and _pld_is_expensive(run)) else ()
         run.require("steps", why="to calibrate the noise of the run")
-        start, factor = _start(run, target, d, clt=pld in chosen, rdp=chosen == ["composition"])
+        start, factor = _start(run, target, d, clt=pld in chosen, rdp=_rdp_alone(run, chosen))
         # Warnings raised at the noise levels tried on the way (an optimal order at the
         # edge of the grid, say) are not about the answer: the search is silent, and the
         # returned z is evaluated once more at the end, its warnings raised as usual.
@@ -411,12 +411,27 @@ def calibrate(
 RDP_START = {"replace": 1.13, "add-remove": 1.22}
 
 
+def _rdp_alone(run: Run, chosen) -> bool:
+    """Whether the RDP composition is the only one of ``chosen`` that applies to ``run`` (every
+    other refuses it for a reason that does not depend on z, e.g. a hidden-state analysis on
+    Poisson batches under add/remove): its calibration may start where that of the RDP alone does
+    (:func:`_start`).  Only where the search starts; an error counts as "may apply"."""
+    if "composition" not in chosen:
+        return False
+    probe = run if run.noise_multiplier is not None else run.replace(noise_multiplier=1.0)
+    try:
+        return all(name == "composition" or ANALYSES[name].why_not(probe) is not None for name in chosen)
+    except Exception:  # noqa: BLE001 - a check that fails is no reason to start elsewhere
+        return False
+
+
 def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0, *,
            clt: bool = True, rdp: bool = False) -> tuple[float, float]:
     """(where a calibration starts, its first step down): for sampled batches whose PLD is
     searched (``clt``) 1.06× the central-limit estimate of the answer (:func:`~noisysgd.analyses.composition.clt_noise_multiplier`,
     steps of 1.08: the bracket is usually found in two evaluations; the run's own z plays no part,
-    so the answer does not depend on it); where the RDP composition alone is (``rdp``),
+    so the answer does not depend on it); where the RDP composition alone is (``rdp``: asked
+    alone, or the only analysis that applies, :func:`_rdp_alone`),
     :data:`RDP_START` × that estimate, steps of 1.08; else the run's own z if it has one, else 1
     (steps of 2).  Only where the search starts: the answer is decided by evaluated bounds,
     whatever the start."""

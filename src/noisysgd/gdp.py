@@ -47,6 +47,7 @@ adding that error, so ε is never under-reported.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -300,8 +301,13 @@ def gdp_mu(epsilon, delta) -> float:
     >>> gdp_epsilon(mu, 1e-5) <= 1.0 < gdp_epsilon(mu * (1 + 1e-9), 1e-5)
     True
     """
-    e = _check_epsilon(epsilon)
-    d = validate_delta(delta)
+    return _gdp_mu(_check_epsilon(epsilon), validate_delta(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _gdp_mu(e: float, d: float) -> float:
+    """:func:`gdp_mu` of validated arguments, cached (a calibration's start asks it once per
+    candidate of a configuration search, always with the same target)."""
     lo, hi = 0.0, 1.0
     while gdp_epsilon(hi, d) <= e:
         lo, hi = hi, 2.0 * hi

@@ -331,6 +331,16 @@ def _sgm_terms(alpha_col, k, q, sigma):
     return ta, tb, sign, mag_a, mag_b
 
 
+def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """log Σ_j e^{x_ij} for every row i (−inf for a row of −inf): scipy's ``logsumexp(axis=1)``
+    (the same shift by each row's maximum) without its per-call overhead, ~5× cheaper on the
+    (orders × 128) blocks of :func:`_rdp_frac`."""
+    top = np.max(x, axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return shift + np.log(np.sum(np.exp(x - shift[:, None]), axis=1))
+
+
 def _rdp_frac(alpha: np.ndarray, q: float, sigma):
     """Fractional-order SGM RDP by the two-sided series of MTZ19 §3.3, in log space.
 
@@ -367,14 +377,14 @@ def _rdp_frac(alpha: np.ndarray, q: float, sigma):
         sgn = np.concatenate([sign, sign], axis=1)
         with np.errstate(divide="ignore"):
             log_pos[active] = np.logaddexp(
-                log_pos[active], special.logsumexp(np.where(sgn > 0, terms, -np.inf), axis=1)
+                log_pos[active], _logsumexp_rows(np.where(sgn > 0, terms, -np.inf))
             )
             log_neg[active] = np.logaddexp(
-                log_neg[active], special.logsumexp(np.where(sgn < 0, terms, -np.inf), axis=1)
+                log_neg[active], _logsumexp_rows(np.where(sgn < 0, terms, -np.inf))
             )
             magnitude = np.concatenate([mag_a, mag_b], axis=1)
             log_err[active] = np.logaddexp(
-                log_err[active], special.logsumexp(terms + np.log(magnitude), axis=1)
+                log_err[active], _logsumexp_rows(terms + np.log(magnitude))
             )
         k0 += size
         # The next two terms, for the remainder bound of the alternating tail.
