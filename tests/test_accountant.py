@@ -165,3 +165,26 @@ def test_cli_calibrate_matches_the_api(capsys):
     assert "noise multiplier z = " in capsys.readouterr().out
     assert main([*flags[:-4], "--epsilon", "0", "--delta", "1e-5"]) == 2
     assert "--epsilon: epsilon must be a positive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("adjacency, batching, alone", [("add-remove", "poisson", True), ("replace", "poisson", True),
+                                                         ("replace", "cyclic", False)])
+def test_a_calibration_starts_where_the_rdp_composition_alone_would_only_where_it_is_alone(adjacency, batching,
+                                                                                          alone):
+    """Where every other analysis asked refuses the run (the hidden-state ones on Poisson batches),
+    the search starts at the RDP's central-limit start, and finds what the RDP composition alone
+    finds: the start moves the search, never the answer beyond its tolerance."""
+    from noisysgd.accountant import _rdp_alone
+    from noisysgd.config import SEARCH_ANALYSES
+
+    run = noisysgd.Run.from_epochs(epochs=30, n=60000, batch_size=256, batching=batching, learning_rate=0.5,
+                                   noise_multiplier=None, lipschitz=1.4, smoothness=0.5, strong_convexity=1e-3,
+                                   convex=True, adjacency=adjacency)
+    assert _rdp_alone(run, list(SEARCH_ANALYSES)) is alone
+    assert _rdp_alone(run, ["composition"]) and not _rdp_alone(run, ["composition-pld"])
+    if alone:
+        every = calibrate(run, epsilon=1.0, delta=1e-6, analyses=list(SEARCH_ANALYSES), rel_tol=1e-3)
+        rdp = calibrate(run, epsilon=1.0, delta=1e-6, analyses=["composition"], rel_tol=1e-3)
+        assert every.report.best.analysis == "composition"
+        assert every.noise_multiplier == pytest.approx(rdp.noise_multiplier, rel=1e-3)
+        assert every.epsilon <= 1.0
