@@ -463,7 +463,9 @@ def _search(chosen, pld, expensive, report, coarse, meets, start, tol, zmax, tar
             if not r.applies or not r.sound
         )
         raise ValueError(f"no sound analysis applies to this run, nothing to calibrate: {reasons}")
-    z, _, _ = _bisect_noise(lambda x: report(x, expensive), meets, start, first, tol, zmax, target, d, factor)
+    # steps of ``factor`` from a start placed for the RDP alone; after a PLD that never met, of 2
+    z, _, _ = _bisect_noise(lambda x: report(x, expensive), meets, start, first, tol, zmax, target, d,
+                            2.0 if expensive else factor)
     return z
 
 

@@ -136,8 +136,8 @@ LEGACY = {"batching": "cyclic", "batch_size": 256, "epochs": 100, "alpha": 0.01}
 #: composition (:data:`COMPOSITION_SEARCH`) at :data:`SCREEN_REL_TOL` on :data:`SCREEN_ORDERS`
 #: (z independent of λ and η: one calibration per (b, epochs), ~0.1 s each where the PLD takes
 #: 1 s).  100 epochs were added with the private curvature (:mod:`noisysgd.curvature`): measured
-#: on digits and breast_cancer (3 seeds, ε ∈ {0.5, 1, 3}, both adjacencies) the proxy then chose 100 epochs at a third of the
-#: step in 30 of 36 fits, with mean test accuracy from 0.3 below to 6.4 points above 30 epochs;
+#: on digits and breast_cancer (3 seeds, ε ∈ {0.5, 1, 3}, both adjacencies) the proxy then chose
+#: 100 epochs at a third of the step in 30 of 36 fits, with mean test accuracy from 0.3 below to 6.4 points above 30 epochs;
 #: on Fashion-MNIST ScatterNet under add/remove at ε = 3, +1.3 points with the curvature.
 COMPOSITION_GRID = {"batch_size": (256, 1024, 4096), "epochs": (10, 30, 100)}
 #: The accountant of the composition regime's search: the RDP composition, whose z is at or
@@ -149,8 +149,8 @@ SCREEN_REL_TOL = 1e-1
 #: orders where the accountant's default grid has 169 (of which it integrates ~55, bounding the
 #: others by chords).  Every order gives a sound ε; the best of a sparser grid is at most
 #: (√1.25 + 1/√1.25)/2 − 1 = 0.6 % above the best order's where that lies inside the grid, and
-#: measured from 0.1 % below to 0.5 % above the default grid's (tests/test_config.py).  The replace-one
-#: quadrature costs ~0.7 ms per order and noise level.
+#: measured from 0.1 % below to 0.5 % above the default grid's (tests/test_config.py).  The
+#: replace-one quadrature costs ~0.7 ms per order and noise level.
 SCREEN_ORDERS = tuple(1.0 + 0.25 * 1.25 ** k for k in range(36))
 #: The step size η* of the composition regime is kept within this factor of the smoothness
 #: rule 1/(2(M + λ)) (a guard against a B or G far off the data's; the bound allows any η).
