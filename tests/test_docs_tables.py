@@ -56,3 +56,11 @@ def test_the_regime_tables_of_section_1a_are_the_benchmark_results():
     _shown(tables["replace"], 5 * 3, "§1a (replace-one)", how)
     _shown(tables["add-remove"], 5 * 3, "§1a (add/remove)", how)
     _shown(tables["held-out"], 2 * 3, "§1a (held-out)", how)
+
+
+def test_the_averaging_table_is_the_benchmark_result():
+    # benchmarks/averaging.py writes the JSON file (issue 26 §2: the tail average at the run the
+    # automatic configuration picks)
+    module = _benchmark("averaging")
+    rows = len(module.json.loads((ROOT / "benchmarks" / "results" / "averaging.json").read_text())["rows"])
+    _shown(module.markdown_table(), rows, "§1a (averaging)", "benchmarks/averaging.py's markdown_table()")
