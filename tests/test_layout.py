@@ -25,7 +25,7 @@ LAYERS = [
 ]
 LEVEL = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
 #: Rooms within one layer that may import each other, and in which direction.
-SIDEWAYS = {("gdp", "rdp"), ("planning", "accountant"), ("model", "preprocessing"), ("demo", "estimators"),
+SIDEWAYS = {("gdp", "rdp"), ("limits", "rdp"), ("planning", "accountant"), ("model", "preprocessing"), ("demo", "estimators"),
             ("tuning", "estimators"),
             ("curvature", "config")}
 

@@ -331,14 +331,16 @@ def _sgm_terms(alpha_col, k, q, sigma):
     return ta, tb, sign, mag_a, mag_b
 
 
-def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
-    """log Σ_j e^{x_ij} for every row i (−inf for a row of −inf): scipy's ``logsumexp(axis=1)``
-    (the same shift by each row's maximum) without its per-call overhead, ~5× cheaper on the
-    (orders × 128) blocks of :func:`_rdp_frac`."""
-    top = np.max(x, axis=1)
+def _log_sum_exp(x: np.ndarray, axis=None):
+    """log Σ e^x over ``axis`` (every entry when None: a float), −inf where every term is −inf:
+    scipy's ``logsumexp`` (the same shift by the maximum) without its per-call overhead, 3–10×
+    cheaper on the arrays here (the RDP series' (orders × 128) blocks, the replace-one cells,
+    :mod:`noisysgd.limits`' atoms)."""
+    top = np.max(x, axis=axis, keepdims=True)
     shift = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return shift + np.log(np.sum(np.exp(x - shift[:, None]), axis=1))
+        out = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    return float(out.reshape(())) if axis is None else np.squeeze(out, axis=axis)
 
 
 def _rdp_frac(alpha: np.ndarray, q: float, sigma):
@@ -377,14 +379,14 @@ def _rdp_frac(alpha: np.ndarray, q: float, sigma):
         sgn = np.concatenate([sign, sign], axis=1)
         with np.errstate(divide="ignore"):
             log_pos[active] = np.logaddexp(
-                log_pos[active], _logsumexp_rows(np.where(sgn > 0, terms, -np.inf))
+                log_pos[active], _log_sum_exp(np.where(sgn > 0, terms, -np.inf), axis=1)
             )
             log_neg[active] = np.logaddexp(
-                log_neg[active], _logsumexp_rows(np.where(sgn < 0, terms, -np.inf))
+                log_neg[active], _log_sum_exp(np.where(sgn < 0, terms, -np.inf), axis=1)
             )
             magnitude = np.concatenate([mag_a, mag_b], axis=1)
             log_err[active] = np.logaddexp(
-                log_err[active], _logsumexp_rows(terms + np.log(magnitude))
+                log_err[active], _log_sum_exp(terms + np.log(magnitude), axis=1)
             )
         k0 += size
         # The next two terms, for the remainder bound of the alternating tail.
@@ -712,10 +714,7 @@ def _replace_one_log_am1(a: float, q: float, mu: float) -> float:
     allv = np.concatenate(parts)
     if np.isnan(allv).any() or np.isposinf(allv).any():
         return math.inf
-    top = float(allv.max())  # log Σ e^v by hand: scipy's logsumexp costs ~10x more on these sizes
-    if top == -math.inf:
-        return top
-    return top + math.log(float(np.exp(allv - top).sum()))
+    return _log_sum_exp(allv)
 
 
 def _log_expm1_safe(x):

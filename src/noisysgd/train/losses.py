@@ -165,24 +165,30 @@ def _row_norms(X: np.ndarray) -> np.ndarray:
     return norms
 
 
-def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None, bias: float = 1.0):
-    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X (``norms``: its ‖x_i‖;
-    ``bias``: the intercept scaling s, the last coordinate of every x̄).
-    The scaling is computed in float64 (row by row for a float32 X, so no
-    float64 copy of the whole X is made) and rounded once to ``dt``."""
+def _augment_blocks(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None,
+                    bias: float = 1.0, step: int = 4096):
+    """X̄'s arithmetic, in one place: (blocks, ‖x̄_i‖ in float64) for a validated float X
+    (``norms``: its ‖x_i‖; ``bias``: the intercept scaling s, the last coordinate of every x̄).
+    ``blocks`` yields (a slice of ``step`` rows, X̄'s first d columns there in ``dt``): each row's
+    float64 product x_i·min(1, R/‖x_i‖), rounded once to ``dt`` (a block at a time, so no float64
+    copy of a float32 X is made).  :func:`_augment` writes the blocks into an array, the torch
+    backend into a device tensor."""
     norms = _row_norms(X) if norms is None else norms
     scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
-    if X.dtype == np.float64:
-        Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
-        np.multiply(X, scale[:, None], out=Xbar[:, :-1], casting="same_kind")
-    else:
-        Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
-        for start in range(0, X.shape[0], 4096):  # float64 products, a block at a time
-            block = slice(start, start + 4096)
-            Xbar[block, :-1] = X[block].astype(np.float64) * scale[block, None]
-    Xbar[:, -1] = bias
     clipped = np.minimum(norms, R)
-    return Xbar, np.sqrt(clipped * clipped + bias * bias)
+    blocks = ((slice(i, i + step), np.multiply(X[i:i + step], scale[i:i + step, None], dtype=np.float64)
+               .astype(dt, copy=False)) for i in range(0, X.shape[0], step))
+    return blocks, np.sqrt(clipped * clipped + bias * bias)
+
+
+def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None, bias: float = 1.0):
+    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X: :func:`_augment_blocks` formed."""
+    blocks, bar_norms = _augment_blocks(X, R, dt, norms, bias)
+    Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
+    for rows, values in blocks:
+        Xbar[rows, :-1] = values
+    Xbar[:, -1] = bias
+    return Xbar, bar_norms
 
 
 @dataclass(frozen=True)

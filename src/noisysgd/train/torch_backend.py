@@ -72,7 +72,7 @@ from .losses import (
     OneVsRestLogistic,
     Softmax,
     Squared,
-    _row_norms,
+    _augment_blocks,
 )
 from .rows import block_rows
 
@@ -395,23 +395,17 @@ def sgd_torch(
 
 def _augment_on(torch, X: np.ndarray, R: float, dt: np.dtype, device, norms: np.ndarray | None = None,
                 bias: float = 1.0):
-    """(X̄ as a tensor on ``device``, ‖x̄_i‖ in float64): :func:`~noisysgd.train.losses._augment`'s
-    arithmetic bit for bit (each row scaled by min(1, R/‖x_i‖) in float64 and rounded once to
-    ``dt``, the last column ``bias``), written a block of rows at a time straight into the device
-    tensor: the host holds one block, never X̄ (issue 28 §4: on a GPU the host held X̄ whole and
-    the device its copy).  On the CPU the tensor is the one working copy, as before."""
-    n, d = X.shape
-    norms = _row_norms(X) if norms is None else norms
-    scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
-    out = torch.empty((n, d + 1), dtype=torch.from_numpy(np.empty(0, dtype=dt)).dtype, device=device)
-    step = block_rows(d)
-    for start in range(0, n, step):
-        block = slice(start, start + step)
-        rows = np.multiply(X[block], scale[block, None], dtype=np.float64).astype(dt, copy=False)
-        out[block, :-1] = torch.from_numpy(rows).to(device)
+    """(X̄ as a tensor on ``device``, ‖x̄_i‖ in float64): :func:`~noisysgd.train.losses._augment_blocks`
+    written a block of rows at a time straight into the device tensor: the host holds one block,
+    never X̄ (issue 28 §4: on a GPU the host held X̄ whole and the device its copy).  On the CPU
+    the tensor is the one working copy, as before."""
+    blocks, bar_norms = _augment_blocks(X, R, dt, norms, bias, step=block_rows(X.shape[1]))
+    out = torch.empty((X.shape[0], X.shape[1] + 1), dtype=torch.from_numpy(np.empty(0, dtype=dt)).dtype,
+                      device=device)
+    for rows, values in blocks:
+        out[rows, :-1] = torch.from_numpy(values).to(device)
     out[:, -1] = bias
-    clipped = np.minimum(norms, R)
-    return out, np.sqrt(clipped * clipped + bias * bias)
+    return out, bar_norms
 
 
 def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) -> TrainResult:
