@@ -394,6 +394,14 @@ def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(
     assert got.dtype == torch.from_numpy(want).dtype and got.shape == want.shape
     np.testing.assert_array_equal(got.numpy(), want)
     np.testing.assert_array_equal(norms, want_norms)
+    # written out from the definition (the same row norms given): x_i·min(1, R/‖x_i‖) in float64,
+    # rounded once to the training dtype, then the bias; ‖x̄_i‖ = √(min(‖x_i‖, R)² + s²)
+    r = _row_norms(X)
+    formula = np.hstack([(X.astype(np.float64) * np.minimum(1.0, 1.3 / r)[:, None]).astype(dt),
+                         np.full((X.shape[0], 1), 0.7, dtype=dt)])
+    got, norms = torch_backend._augment_on(torch, X, 1.3, np.dtype(dt), "cpu", r, bias=0.7)
+    np.testing.assert_array_equal(got.numpy(), formula)
+    np.testing.assert_array_equal(norms, np.sqrt(np.minimum(r, 1.3) ** 2 + 0.7 ** 2))
     big = rng.normal(size=(20000, 50))
     norms = _row_norms(big)
     tracemalloc.start()
