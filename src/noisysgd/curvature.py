@@ -170,7 +170,8 @@ def curvature_for(p: dict, X, loss, n: int, target_bound=None, *, seed=None, sec
 
     if not composition_searched(p):
         return None, None
-    c = loss.constants(feature_clip=p["feature_clip"], clip_norm=p["clip_norm"], diameter=p["diameter"],
+    clip = None if p["clip_norm"] == "auto" else p["clip_norm"]  # "auto": the natural constant (config.CLIP_FACTOR)
+    c = loss.constants(feature_clip=p["feature_clip"], clip_norm=clip, diameter=p["diameter"],
                        target_bound=target_bound, intercept_scaling=p["intercept_scaling"])
     if c.smoothness is None or not c.convex:
         return None, None

@@ -195,7 +195,8 @@ class _NoisySGDBase(BaseEstimator):
                                                                        low_open=False, auto_only=True),
             "feature_clip": _check_real(self, "feature_clip", self.feature_clip),
             "intercept_scaling": self._intercept_scaling(),
-            "clip_norm": _check_real(self, "clip_norm", self.clip_norm, optional=True),
+            "clip_norm": "auto" if (self._CLIP_AUTO and _is_auto(self.clip_norm)) else _check_real(
+                self, "clip_norm", self.clip_norm, optional=True, auto_only=self._CLIP_AUTO),
             "diameter": _check_real(self, "diameter", self.diameter, optional=True),
             "adjacency": _check_choice(self, "adjacency", self.adjacency, ADJACENCIES),
             "public_n": _check_int(self, "public_n", self.public_n, optional=True),
@@ -242,6 +243,8 @@ class _NoisySGDBase(BaseEstimator):
 
     #: whether ``intercept_scaling="auto"`` is accepted (:func:`auto_intercept_scaling`)
     _INTERCEPT_AUTO = False
+    #: whether ``clip_norm="auto"`` is accepted (:data:`noisysgd.config.CLIP_FACTOR`)
+    _CLIP_AUTO = False
 
     def _intercept_scaling(self) -> float:
         """The bias coordinate s of x̄ (``intercept_scaling``, "auto" resolved)."""
@@ -541,12 +544,15 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     feature_clip : float, default=1.0
         R > 0: every feature vector is scaled to norm at most R (in fit and
         predict).  Fix it from knowledge of the feature range, not the data.
-    clip_norm : float or None, default=None
+    clip_norm : float, None or "auto", default="auto"
         Per-example clipping norm L of the unregularized gradient; None uses
-        the loss's natural Lipschitz constant (no clipping).  With
-        ``multi_class="softmax"`` a clip norm below √(2(R²+1)) makes the loss
-        non-convex (only composition applies, ``alpha`` must be 0): use
-        ``multi_class="ovr"`` to clip a multiclass model.
+        the loss's natural Lipschitz constant (no clipping); "auto" does too,
+        except in a run the search chose for amplified composition, which
+        clips at :data:`noisysgd.config.CLIP_FACTOR` of it (the certificate's
+        ``config["clip"]`` says so).  With ``multi_class="softmax"`` a clip
+        norm below √(2(R²+1)) makes the loss non-convex (only composition
+        applies, ``alpha`` must be 0): use ``multi_class="ovr"`` to clip a
+        multiclass model convexly.
     diameter : float or None, default=None
         D: iterates are projected onto the ball of diameter D centred at 0
         (``altschuler-talwar`` needs it).
@@ -699,9 +705,10 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     """
 
     _INTERCEPT_AUTO = True
+    _CLIP_AUTO = True
 
     def __init__(self, *, epsilon=1.0, delta=None, noise_multiplier=None, epochs="auto", batch_size="auto",
-                 batching="auto", learning_rate="auto", alpha="auto", feature_clip=1.0, clip_norm=None,
+                 batching="auto", learning_rate="auto", alpha="auto", feature_clip=1.0, clip_norm="auto",
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
                  checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",

@@ -135,7 +135,9 @@ def add_arguments(p) -> None:
     p.add_argument("--intercept-scaling", type=_float_or_auto, default="auto", metavar="S|auto",
                    help="s: the bias coordinate appended to every clipped feature vector (the gradient bound "
                         "grows with sqrt(R^2 + s^2)); auto = R/4 for classification, 1 for regression")
-    p.add_argument("--clip-norm", type=float, help="per-example gradient clipping norm")
+    p.add_argument("--clip-norm", type=_float_or_auto, default="auto", metavar="L|auto",
+                   help="per-example gradient clipping norm; auto (classification): none, except a run the search "
+                        "chose for amplified composition, clipped at 0.1 of the natural Lipschitz constant")
     p.add_argument("--diameter", type=float, help="project the iterates onto a ball of this diameter")
     p.add_argument("--target-bound", type=float, help="regression: clip labels to [-B, B]")
     p.add_argument("--huber-delta", type=float, default=1.0)
@@ -372,6 +374,7 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None, curvature=None) -
     _check_schedule_flags(args, epsilon, delta)
     p = _params(args, epsilon, delta)
     config = configure(p, loss, n, d, args.target_bound, curvature=curvature)
+    args.clip_norm = p["clip_norm"]  # "auto" resolved: the bounds (_bounds_and_privacy) clip what was chosen
     batch = p["batch_size"]
     if p["batching"] == "full":
         batch = None
@@ -492,6 +495,8 @@ def _check_flags(args) -> None:
 
         args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
     _real("intercept_scaling", args.intercept_scaling)
+    if args.clip_norm == "auto" and args.task == "regression":
+        args.clip_norm = None  # (config.CLIP_FACTOR was measured on classification only)
     if args.secure_mode and args.seed is not None:
         raise ValueError(
             "--seed cannot be combined with --secure-mode: the noise, the batches and the start then come "

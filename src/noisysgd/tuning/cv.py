@@ -182,7 +182,8 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         from ..estimators import classification_loss
         keys = ("epochs", "batch_size", "batching", "alpha")
         if not any(isinstance(params.get(k), str) and params[k] == "auto" for k in keys):
-            return params
+            # clip_norm="auto" clips only a run the search chose for amplified composition
+            return {**params, "clip_norm": None} if params.get("clip_norm") == "auto" else params
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         p = {k: params.get(k) for k in keys}
         p.update(epsilon=float(epsilon), delta=float(delta), noise_multiplier=None,
@@ -191,7 +192,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                  adjacency=params.get("adjacency", "replace"), intercept_scaling=_intercept_scaling(params))
         configure(p, loss, n_train, d, None)
         out = dict(params)
-        out.update({k: p[k] for k in keys})
+        out.update({k: p[k] for k in keys + ("clip_norm",)})
         if not isinstance(p["learning_rate"], str):  # the composition regime chose its step size
             out["learning_rate"] = p["learning_rate"]
         if out["batching"] == "full":
