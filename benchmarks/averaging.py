@@ -4,7 +4,8 @@
 For each data set, seed and ε the defaults are fitted (``NoisySGDClassifier(epsilon=ε)``, the
 splits of ``benchmarks/auto_config.py``); where the search chose the amplified-composition regime
 (every iterate covered, so an average of them is free post-processing), the chosen run is fitted
-again with its parameters fixed (Poisson batches, b, epochs, learning rate, α), once releasing
+again with its parameters fixed (Poisson batches, b, epochs, learning rate, α and the clip of
+``clip_norm="auto"``, as trained), once releasing
 the last iterate and once the tail average (``average=True``), same seed: a paired comparison of
 the two outputs of one configuration.  (The fixed runs ask no curvature query, so they carry ~1 %
 less noise than the defaults; the pair shares it.)  Writes ``benchmarks/results/averaging.json``;
@@ -43,8 +44,10 @@ def _pair(name, eps, seeds, fashion_dir=None) -> dict | None:
         c = d.privacy_report_["config"]["chosen"]
         if c.get("regime") != "amplified composition":
             continue
+        clip = d.privacy_report_["config"].get("clip")  # clip_norm="auto": the clipped run, as trained
         fixed = dict(batching="poisson", batch_size=c["batch_size"], epochs=c["epochs"],
-                     learning_rate=c["learning_rate"], alpha=c["alpha"])
+                     learning_rate=d.run_.learning_rate, alpha=d.run_.strong_convexity,
+                     clip_norm=None if clip is None else clip["clip_norm"])
         out["defaults"].append(float(d.score(Xte, yte)))
         out["chosen"].append(fixed)
         for key, average in (("last", False), ("average", True)):

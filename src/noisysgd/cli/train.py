@@ -739,13 +739,14 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
     if config.get("auto"):
         run = fit.run
         chosen = config.get("chosen", {})
-        alpha = chosen.get("alpha", run.strong_convexity)
+        alpha = run.strong_convexity if config.get("clip") else chosen.get("alpha", run.strong_convexity)
+        clip = f", gradients clipped at {run.lipschitz:.4g} (--clip-norm auto)" if config.get("clip") else ""
         regime = f"{chosen['regime']} regime, " if chosen.get("regime") else ""
         source = ("public quantities and the private curvature estimate" if (config.get("assumptions") or {}).get(
             "curvature_ratio") is not None else "public quantities only")
         print(fill(f"configuration (auto, from {source}): {regime}batching={run.batching}, batch "
                    f"size {run.batch_size or n}, {run.epochs:g} epochs, learning rate {run.learning_rate:.4g}, "
-                   f"alpha={alpha:g}; intercept scaling {fit.result.intercept_scaling:g}"))
+                   f"alpha={alpha:g}{clip}; intercept scaling {fit.result.intercept_scaling:g}"))
     pre = fit.certificate.get("preprocessing") or {}
     if pre.get("center") == "private":
         print(fill("centering: the rows minus a private mean (in the privacy line), then clipped to "
