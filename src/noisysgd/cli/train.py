@@ -137,7 +137,7 @@ def add_arguments(p) -> None:
                         "grows with sqrt(R^2 + s^2)); auto = R/4 for classification, 1 for regression")
     p.add_argument("--clip-norm", type=_float_or_auto, default="auto", metavar="L|auto",
                    help="per-example gradient clipping norm; auto (classification): none, except a run the search "
-                        "chose for amplified composition, clipped at 0.1 of the natural Lipschitz constant")
+                        "chose for amplified composition, clipped at 0.3 of the natural Lipschitz constant")
     p.add_argument("--diameter", type=float, help="project the iterates onto a ball of this diameter")
     p.add_argument("--target-bound", type=float, help="regression: clip labels to [-B, B]")
     p.add_argument("--huber-delta", type=float, default=1.0)
