@@ -116,6 +116,7 @@ def _private(Xtr, Xte, ytr, yte, eps, seed, **params):
         "proxy": (cfg.get("chosen") or {}).get("proxy"),
         "legacy_proxy": next((c["proxy"] for c in cfg.get("candidates", []) if c.get("legacy")), None),
         "curvature_ratio": (cfg.get("assumptions") or {}).get("curvature_ratio"),
+        "clip_factor": (cfg.get("clip") or {}).get("clip_factor"),
         "seconds": time.perf_counter() - t,
         "warnings": sorted({w.category.__name__ for w in caught}),
     }
@@ -190,6 +191,8 @@ def _chosen_text(c: dict | None) -> str:
     text = (f"composition, b = {c['batch_size']}" if composition
             else f"hidden state ({c['batching']} {c['batch_size'] or 'full'})")
     text += f", {c['epochs']} epochs, lr {c['learning_rate']:.3g}"
+    if c.get("clip_factor"):  # clip_norm="auto" (the step shown is the one trained, at the clip)
+        text += f", clipped at {c['clip_factor']:g} L"
     if c.get("curvature_ratio") is not None:
         text += f", λ̂/R̄² = {c['curvature_ratio']:.2f}"
     return text

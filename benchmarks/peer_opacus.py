@@ -27,6 +27,10 @@ user would get without tuning; noisysgd's "auto" rows look at no data at all.
     python benchmarks/peer_opacus.py --centered --tables
         # benchmarks/tables.py's five tables, splits and encoding (issue 27 §6), the defaults beside
         # the oracle: benchmarks/results/peer_opacus_centered_tables.json (~15 min)
+    python benchmarks/peer_opacus.py --centered --clip 0.3 [--adjacency add-remove]
+        # the oracle with Opacus' max_grad_norm C = 0.3 and the learning rates divided by C (the
+        # noise per step of the C = 1 grid), as clip_norm="auto" clips below the gradients' scale:
+        # benchmarks/results/peer_opacus_centered[_add_remove]_clip0.3.json
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ def _z_with_query(n, b, steps, epsilon, delta, mu_q, adjacency="replace"):
     return hi
 
 
-def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, centered=False, adjacency="replace"):
+def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, centered=False, adjacency="replace",
+         grad_clip=1.0):
     import torch
     from opacus import PrivacyEngine
 
@@ -116,7 +121,7 @@ def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, center
         warnings.simplefilter("ignore")
         model, opt, lossf, loader = engine.make_private(
             module=model, optimizer=opt, criterion=torch.nn.CrossEntropyLoss(), data_loader=loader,
-            noise_multiplier=z, max_grad_norm=1.0, poisson_sampling=True, grad_sample_mode="ghost",
+            noise_multiplier=z, max_grad_norm=grad_clip, poisson_sampling=True, grad_sample_mode="ghost",
             noise_generator=torch.Generator().manual_seed(seed + 1))
     done = 0
     while done < steps:
@@ -150,8 +155,9 @@ def _defaults(splits, k, adjacency, seeds=SEEDS) -> dict:
                                      **{**extra, **({"public_n": len(Xtr)} if extra else {})}).fit(Xtr, ytr)
             accs.append(float(clf.score(Xte, yte)))
             cfg = clf.privacy_report_["config"]
-            chosen.append({**{key: cfg["chosen"].get(key) for key in ("regime", "batching", "batch_size", "epochs",
-                                                                       "alpha", "learning_rate")},
+            chosen.append({**{key: cfg["chosen"].get(key) for key in ("regime", "batching", "batch_size", "epochs")},
+                           "alpha": clf.run_.strong_convexity, "learning_rate": clf.run_.learning_rate,  # as trained
+                           "clip_factor": (cfg.get("clip") or {}).get("clip_factor"),
                            "curvature_ratio": cfg["assumptions"].get("curvature_ratio")})
         rows[f"{eps:g}"] = {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
                             "seeds": accs, "chosen": chosen}
@@ -234,6 +240,10 @@ def main(argv=None) -> int:
     ap.add_argument("--scatter", action="store_true",
                     help="with --fashion: its ScatterNet features (needs kymatio; computed once and cached) "
                          "instead of the pixels")
+    ap.add_argument("--clip", type=float, default=1.0,
+                    help="Opacus' max_grad_norm C (default 1: the rows' norm bound); below 1 the learning-rate grid "
+                         "is divided by C (the same noise per step) and the JSON file gets the suffix _clip<C>: an "
+                         "oracle that also clips below the gradients' scale, as clip_norm='auto' does")
     ap.add_argument("--defaults-only", action="store_true",
                     help="keep the oracle rows of the existing JSON file and re-run only noisysgd's defaults "
                          "beside them (after a change of the defaults; the same splits and seeds)")
@@ -248,6 +258,8 @@ def main(argv=None) -> int:
         out_path = out_path.with_name(out_path.stem + "_held_out.json")
     if args.tables:
         out_path = out_path.with_name(out_path.stem + "_tables.json")
+    if args.clip != 1.0:
+        out_path = out_path.with_name(out_path.stem + f"_clip{args.clip:g}.json")
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # Opacus' secure-RNG notice and torch's backward-hook notices, per fit
     grid_spec, seeds = (FASHION_GRID, (0,)) if args.fashion else (GRID, SEEDS)
@@ -270,7 +282,7 @@ def main(argv=None) -> int:
                       for s in seeds]
 
         def score(cfg, eps):
-            res = [_fit(Xtr, ytr, Xte, yte, k=k, epsilon=eps, seed=s, centered=args.centered,
+            res = [_fit(Xtr, ytr, Xte, yte, k=k, epsilon=eps, seed=s, centered=args.centered, grad_clip=args.clip,
                         adjacency=args.adjacency, **cfg)
                    for s, (Xtr, Xte, ytr, yte) in zip(seeds, splits)]
             accs = [a for a, _ in res]
@@ -283,7 +295,8 @@ def main(argv=None) -> int:
             out_path.write_text(json.dumps(out, indent=1) + "\n")
             continue
         grid = []
-        for b, e, lr in itertools.product(grid_spec["batch_size"], grid_spec["epochs"], grid_spec["lr"]):
+        for b, e, lr in itertools.product(grid_spec["batch_size"], grid_spec["epochs"],
+                                          [lr / args.clip for lr in grid_spec["lr"]]):
             cfg = {"batch_size": b, "epochs": e, "lr": lr}
             grid.append({"config": cfg, **score(cfg, 1.0)})
             print(f"{name} eps 1 {cfg}: {grid[-1]['mean']:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)

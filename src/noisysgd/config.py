@@ -175,7 +175,7 @@ STEP_FACTOR = 2.0
 #: alone.  Empirical (docs/accuracy.md §1a: the run the defaults chose refitted clipped, 3 seeds,
 #: both adjacencies): on the data the search was designed on, digits +1.6 to +16.6 points,
 #: breast_cancer 0 to +2.6, make_classification +0.1 to +0.4, Fashion-MNIST ScatterNet +1.3 to +1.4
-#: (seed 0); on ``fair``, where 0.1·L (the first choice) lost up to 3.6 points, −1.0 to +0.9.
+#: (seed 0); on ``fair``, where 0.1·L (the first choice) lost up to 3.6 points, −1.1 to +0.9.
 CLIP_FACTOR = 0.3
 #: The clipped composition run's step, in units of the unclipped step over CLIP_FACTOR (above).
 CLIP_STEP = 1.5
