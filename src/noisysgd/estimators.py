@@ -125,13 +125,8 @@ def _check_real(estimator, name, value, *, low=0.0, low_open=True, optional=Fals
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     ok = ok and (value > low if low_open else value >= low)
     if not ok:
-        what = f"a finite float in the range {'(' if low_open else '['}{low}, inf)"
-        if optional:
-            what += " or None"
-        if auto:
-            what += ", 'auto' or 'max'"
-        if auto_only:
-            what += " or 'auto'"
+        what = (f"a finite float in the range {'(' if low_open else '['}{low}, inf)" + (" or None" if optional else "")
+                + (", 'auto' or 'max'" if auto else "") + (" or 'auto'" if auto_only else ""))
         raise _param_error(estimator, name, value, what)
     return float(value)
 
@@ -241,10 +236,9 @@ class _NoisySGDBase(BaseEstimator):
             raise _param_error(self, "average", self.average, "True or False")
         return "tail-average" if self.average else "last"
 
-    #: whether ``intercept_scaling="auto"`` is accepted (:func:`auto_intercept_scaling`)
-    _INTERCEPT_AUTO = False
-    #: whether ``clip_norm="auto"`` is accepted (:data:`noisysgd.config.CLIP_FACTOR`)
-    _CLIP_AUTO = False
+    #: whether ``intercept_scaling="auto"`` (:func:`auto_intercept_scaling`) and ``clip_norm="auto"``
+    #: (:data:`noisysgd.config.CLIP_FACTOR`) are accepted
+    _INTERCEPT_AUTO = _CLIP_AUTO = False
 
     def _intercept_scaling(self) -> float:
         """The bias coordinate s of x̄ (``intercept_scaling``, "auto" resolved)."""
@@ -704,8 +698,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     '(0.99..., 1e-05)-DP'
     """
 
-    _INTERCEPT_AUTO = True
-    _CLIP_AUTO = True
+    _INTERCEPT_AUTO = _CLIP_AUTO = True
 
     def __init__(self, *, epsilon=1.0, delta=None, noise_multiplier=None, epochs="auto", batch_size="auto",
                  batching="auto", learning_rate="auto", alpha="auto", feature_clip=1.0, clip_norm="auto",
