@@ -307,7 +307,7 @@ def main(argv=None) -> int:
         for eps, r in sorted(rows.items(), key=lambda kv: float(kv[0])):
             print(f"{name} ORACLE eps {eps}: {r['mean']:.3f} ± {r['std']:.3f}  {r['config']}", flush=True)
         out["datasets"][name] = {"oracle": rows, "grid_at_eps_1": grid}
-        if args.adjacency == "add-remove" or args.held_out or args.fashion or args.tables:
+        if (args.adjacency == "add-remove" or args.held_out or args.fashion or args.tables) and args.clip == 1.0:
             out["datasets"][name]["noisysgd_defaults"] = _defaults(splits, k, args.adjacency, seeds)
         out["centered"], out["adjacency"] = args.centered, args.adjacency
         out_path.write_text(json.dumps(out, indent=1) + "\n")

@@ -81,6 +81,10 @@ regimes are scored by the same proxy and the smaller wins; the report says which
 (``chosen["regime"]``) and why.  On the data of docs/accuracy.md the composition regime
 wins the proxy, as the limit line (``noisysgd.limits``) says it should at small λ and
 large noise; hidden state still wins where the noise is small and T long.
+With ``clip_norm="auto"`` (the classifier's default) :func:`configure` then clips the chosen
+composition run's per-example gradients at :data:`CLIP_FACTOR` of L and scales its step by
+:data:`CLIP_STEP`/:data:`CLIP_FACTOR` (``config["clip"]`` in the report): empirical factors,
+not part of the proxy, which ranks every candidate unclipped (z does not depend on the clip).
 
 **This is a proxy, not a guarantee of accuracy**: the analysis of cyclic
 batches has correlated, not zero-mean, batch noise; the loss on real data is
