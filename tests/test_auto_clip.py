@@ -151,3 +151,37 @@ def test_the_cli_clips_what_the_estimator_clips(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--clip-norm" in err and "Traceback" not in err
     assert not (tmp_path / "n").exists()
+
+
+@pytest.mark.parametrize("loss_name", ["binary-logistic", "huber"])
+def test_configure_clips_classification_composition_runs_only(loss_name):
+    """The same public quantities, the same composition choice: a classification loss is clipped at
+    CLIP_FACTOR of its natural constant, a regression loss (the factors were measured on
+    classification only) keeps its natural constant."""
+    from noisysgd.config import configure
+    from noisysgd.train import BinaryLogistic, Huber
+
+    loss = BinaryLogistic() if loss_name == "binary-logistic" else Huber()
+    p = {"batching": "auto", "batch_size": "auto", "epochs": "auto", "alpha": "auto", "epsilon": 1.0, "delta": 1e-5,
+         "noise_multiplier": None, "learning_rate": "auto", "feature_clip": 1.0, "clip_norm": "auto",
+         "diameter": None, "adjacency": "replace", "intercept_scaling": 1.0}
+    cfg = configure(p, loss, 20000, 20, 1.0)
+    assert cfg["chosen"]["regime"] == "amplified composition"
+    natural = loss.constants(feature_clip=1.0, target_bound=1.0, intercept_scaling=1.0).lipschitz
+    if loss_name == "huber":
+        assert p["clip_norm"] is None and "clip" not in cfg
+        assert p["learning_rate"] == cfg["chosen"]["learning_rate"]
+    else:
+        assert p["clip_norm"] == pytest.approx(CLIP_FACTOR * natural, rel=1e-12)
+        assert p["learning_rate"] == pytest.approx(CLIP_STEP * cfg["chosen"]["learning_rate"] / CLIP_FACTOR)
+
+
+def test_the_cli_help_states_the_clip_factor(capsys):
+    from noisysgd.cli import main as cli_main
+
+    try:
+        cli_main(["train", "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"clipped at {CLIP_FACTOR:g} of the natural Lipschitz constant" in text

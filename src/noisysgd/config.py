@@ -582,8 +582,7 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
 
     names = ("batching", "batch_size", "epochs", "alpha")
     clip_auto = p.get("clip_norm") == "auto"
-    if clip_auto:
-        p["clip_norm"] = None  # no clipping unless the search picks amplified composition (CLIP_FACTOR)
+    p["clip_norm"] = declared_clip_norm(p.get("clip_norm"))  # clipped below only if the search picks composition
     auto = [k for k in names if p[k] == "auto"]
     if not auto:
         return {"auto": []}
@@ -626,10 +625,20 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
     return out
 
 
+def declared_clip_norm(value):
+    """The clip norm as far as it is known before the configuration is chosen: ``"auto"`` is the
+    loss's natural constant (None) until :func:`configure` picks the amplified-composition regime."""
+    return None if isinstance(value, str) and value == "auto" else value
+
+
 def _composition_clip(p: dict, loss, L: float, target_bound, fixed: dict) -> dict | None:
     """``clip_norm="auto"`` in the amplified-composition regime (:data:`CLIP_FACTOR`): sets ``p``'s
     clip_norm, learning_rate (and alpha, where the clipped loss is not convex: λ = 0 then) in place
-    and returns what it did, or None where an alpha the caller fixed above 0 rules it out."""
+    and returns what it did, or None where it does not apply: a regression loss (the factors were
+    measured on classification only), or an alpha the caller fixed above 0 for a loss that clipping
+    makes non-convex."""
+    if loss.uses_target_bound:
+        return None
     clip = CLIP_FACTOR * L
     clipped = loss.constants(feature_clip=p["feature_clip"], clip_norm=clip, diameter=p["diameter"],
                              target_bound=target_bound, intercept_scaling=p.get("intercept_scaling", 1.0))

@@ -165,13 +165,13 @@ def curvature_for(p: dict, X, loss, n: int, target_bound=None, *, seed=None, sec
     :func:`noisysgd.config.composition_searched`, a convex loss with a smoothness constant — and
     :func:`curvature_applies`.  Lowers ``p``'s target to what is left
     for training.  Returns (the ratio λ̂/R̄² or None, the query's details or None)."""
-    from .config import composition_searched
+    from .config import composition_searched, declared_clip_norm
     from .private_fit import default_delta
 
     if not composition_searched(p):
         return None, None
-    clip = None if p["clip_norm"] == "auto" else p["clip_norm"]  # "auto": the natural constant (config.CLIP_FACTOR)
-    c = loss.constants(feature_clip=p["feature_clip"], clip_norm=clip, diameter=p["diameter"],
+    c = loss.constants(feature_clip=p["feature_clip"], clip_norm=declared_clip_norm(p["clip_norm"]),
+                       diameter=p["diameter"],
                        target_bound=target_bound, intercept_scaling=p["intercept_scaling"])
     if c.smoothness is None or not c.convex:
         return None, None

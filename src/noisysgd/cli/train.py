@@ -495,8 +495,6 @@ def _check_flags(args) -> None:
 
         args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
     _real("intercept_scaling", args.intercept_scaling)
-    if args.clip_norm == "auto" and args.task == "regression":
-        args.clip_norm = None  # (config.CLIP_FACTOR was measured on classification only)
     if args.secure_mode and args.seed is not None:
         raise ValueError(
             "--seed cannot be combined with --secure-mode: the noise, the batches and the start then come "

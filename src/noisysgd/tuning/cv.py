@@ -178,12 +178,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         (``epsilon``, ``delta``): a function of public quantities only, so the candidates (and
         their accounting) are fixed before the data are touched.  The candidate's own noise is
         then calibrated for the whole tuning, as for explicit parameters."""
-        from ..config import configure
+        from ..config import configure, declared_clip_norm
         from ..estimators import classification_loss
         keys = ("epochs", "batch_size", "batching", "alpha")
         if not any(isinstance(params.get(k), str) and params[k] == "auto" for k in keys):
-            # clip_norm="auto" clips only a run the search chose for amplified composition
-            return {**params, "clip_norm": None} if params.get("clip_norm") == "auto" else params
+            return {**params, "clip_norm": declared_clip_norm(params.get("clip_norm"))}
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         p = {k: params.get(k) for k in keys}
         p.update(epsilon=float(epsilon), delta=float(delta), noise_multiplier=None,
