@@ -185,3 +185,14 @@ def test_the_cli_help_states_the_clip_factor(capsys):
         pass
     text = " ".join(capsys.readouterr().out.split())
     assert f"clipped at {CLIP_FACTOR:g} of the natural Lipschitz constant" in text
+
+
+def test_learning_rate_doc_states_the_clipped_step_factor():
+    """The classifier's ``learning_rate`` documents the composition regime's step: the factor it
+    quotes is CLIP_STEP/CLIP_FACTOR, so a change of either constant fails here until the doc says so."""
+    from noisysgd import NoisySGDClassifier
+    from noisysgd.config import CLIP_FACTOR, CLIP_STEP
+
+    doc = " ".join(NoisySGDClassifier.__doc__.split("learning_rate : ")[1].split("alpha : ")[0].split())
+    assert f"({CLIP_STEP / CLIP_FACTOR:g}×)" in doc
+    assert "STEP_FACTOR" in doc and "contraction" in doc

@@ -17,7 +17,7 @@ LAYERS = [
     {"analyses"},
     {"accountant", "planning"},
     {"train"},
-    {"preprocessing", "private_fit", "model"},
+    {"preprocessing", "private_fit", "model", "params"},
     {"config", "audit", "figures", "curvature"},
     {"estimators", "tuning", "demo"},
     {"cli"},

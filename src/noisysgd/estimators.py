@@ -50,8 +50,6 @@ naming the choice and the noise factor.
 from __future__ import annotations
 
 import dataclasses
-import numbers
-import os
 import warnings
 
 import numpy as np
@@ -65,7 +63,8 @@ from .curvature import curvature_for
 from .planning import BASELINES
 from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
                             recorded_query, scale_to_ball)
-from .run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
+from .params import _check_choice, _check_real, _is_auto, _param_error, check_common
+from .run import Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
@@ -104,33 +103,6 @@ def classification_loss(n_classes: int, multi_class: str = "softmax"):
     return OneVsRestLogistic(n_classes) if multi_class == "ovr" else Softmax(n_classes)
 
 
-def _param_error(estimator, name, value, what):
-    return ValueError(
-        f"The {name!r} parameter of {type(estimator).__name__} must be {what}. Got {value!r} instead."
-    )
-
-
-def _check_choice(estimator, name, value, choices):
-    if value not in choices:
-        raise _param_error(estimator, name, value, "one of " + ", ".join(map(repr, choices)))
-    return value
-
-
-def _check_real(estimator, name, value, *, low=0.0, low_open=True, optional=False, auto=False,
-                auto_only=False):
-    if value is None and optional:
-        return None
-    if auto and isinstance(value, str) and value == "auto":
-        return value
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low)
-    if not ok:
-        what = (f"a finite float in the range {'(' if low_open else '['}{low}, inf)" + (" or None" if optional else "")
-                + (", 'auto' or 'max'" if auto else "") + (" or 'auto'" if auto_only else ""))
-        raise _param_error(estimator, name, value, what)
-    return float(value)
-
-
 #: ``intercept_scaling="auto"`` of the classifier (and of ``noisysgd train``/``tune`` for
 #: classification): the bias coordinate is this fraction of ``feature_clip``.
 AUTO_INTERCEPT_SHARE = 0.25
@@ -154,81 +126,11 @@ CLASSIFIER_CENTER = "auto"
 FALLBACK_FACTOR = 1.25
 
 
-def _is_auto(value) -> bool:
-    return isinstance(value, str) and value == "auto"
-
-
-def _check_int(estimator, name, value, *, low=1, optional=False, auto=False):
-    if value is None and optional:
-        return None
-    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low):
-        what = f"an int in the range [{low}, inf)"
-        if optional and auto:
-            what += ", None or 'auto'"
-        elif optional or auto:
-            what += " or None" if optional else " or 'auto'"
-        raise _param_error(estimator, name, value, what)
-    return int(value)
-
-
 class _NoisySGDBase(BaseEstimator):
     """Parameters and fit shared by the classifier and the regressor."""
 
     def _common(self) -> dict:
-        p = {
-            "epsilon": _check_real(self, "epsilon", self.epsilon, optional=True),
-            "delta": _check_real(self, "delta", self.delta, optional=True),
-            "noise_multiplier": _check_real(self, "noise_multiplier", self.noise_multiplier,
-                                            optional=True),
-            "epochs": "auto" if _is_auto(self.epochs) else _check_int(self, "epochs", self.epochs, auto=True),
-            "batch_size": "auto" if _is_auto(self.batch_size) else _check_int(
-                self, "batch_size", self.batch_size, optional=True, auto=True),
-            "batching": _check_choice(self, "batching", self.batching, BATCHING_SCHEMES + ("auto",)),
-            "learning_rate": self.learning_rate if self.learning_rate in ("auto", "max") else _check_real(
-                self, "learning_rate", self.learning_rate, auto=True),
-            "alpha": "auto" if _is_auto(self.alpha) else _check_real(self, "alpha", self.alpha,
-                                                                       low_open=False, auto_only=True),
-            "feature_clip": _check_real(self, "feature_clip", self.feature_clip),
-            "intercept_scaling": self._intercept_scaling(),
-            "clip_norm": "auto" if (self._CLIP_AUTO and _is_auto(self.clip_norm)) else _check_real(
-                self, "clip_norm", self.clip_norm, optional=True, auto_only=self._CLIP_AUTO),
-            "diameter": _check_real(self, "diameter", self.diameter, optional=True),
-            "adjacency": _check_choice(self, "adjacency", self.adjacency, ADJACENCIES),
-            "public_n": _check_int(self, "public_n", self.public_n, optional=True),
-            "release": self._release(),
-            "initialization": _check_choice(self, "initialization", self.initialization,
-                                            INITIALIZATIONS),
-            "dtype": _check_choice(self, "dtype", self.dtype, ("float64", "float32")),
-        }
-        if p["delta"] is not None and not p["delta"] < 1:
-            raise _param_error(self, "delta", self.delta, "a float in the range (0, 1) or None")
-        if (p["epsilon"] is None) == (p["noise_multiplier"] is None):
-            raise ValueError(
-                f"{type(self).__name__} needs exactly one of 'epsilon' (a privacy target; the noise "
-                "is calibrated to it) and 'noise_multiplier' (the noise; epsilon is reported). Got "
-                f"epsilon={self.epsilon!r}, noise_multiplier={self.noise_multiplier!r}."
-            )
-        if p["release"] == "tail-average" and p["batching"] == "auto":
-            p["batching"] = "poisson"  # composition certifies an average: DP-SGD's batches, not the hidden-state grid
-        if p["batching"] not in ("full", "auto") and p["batch_size"] is None:
-            raise _param_error(self, "batch_size", None, f"an int >= 1 for batching={p['batching']!r}")
-        analysis = self.analysis
-        if not (isinstance(analysis, str) or (isinstance(analysis, (list, tuple)) and analysis)):
-            raise _param_error(self, "analysis", analysis, "'best' or a list of analysis names")
-        if not isinstance(self.secure_mode, bool):
-            raise _param_error(self, "secure_mode", self.secure_mode, "True or False")
-        if self.secure_mode and self.random_state is not None:
-            raise _param_error(
-                self, "random_state", self.random_state,
-                "None with secure_mode=True (every random draw then comes from the operating system's "
-                "CSPRNG; a seed would make the noise reproducible by whoever knows it)")
-        if self.checkpoint is not None and not isinstance(self.checkpoint, (str, os.PathLike)):
-            raise _param_error(self, "checkpoint", self.checkpoint, "a file path or None")
-        p["checkpoint_every"] = _check_int(self, "checkpoint_every", self.checkpoint_every, optional=True)
-        if p["checkpoint_every"] is not None and self.checkpoint is None:
-            raise _param_error(self, "checkpoint_every", self.checkpoint_every,
-                               "None when checkpoint is None (there is no file to write)")
-        return p
+        return check_common(self)
 
     def _release(self) -> str:
         """``average`` checked: "tail-average" (True) or "last" (False)."""
@@ -528,9 +430,17 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         candidate are in ``privacy_report_["config"]``.  The pre-auto run was epochs=100,
         batch_size=256, batching="cyclic", alpha=0.01 (give them explicitly).
     learning_rate : float, "auto" or "max", default="auto"
-        Constant step size η; "auto" is 1/(2·smoothness); "max" is
-        0.98·2/(alpha + smoothness), just below the largest step Ye & Shokri's
-        analysis allows (faster training, stronger contraction).
+        Constant step size η.  "auto" depends on the regime of the run (``privacy_report_
+        ["config"]["chosen"]["regime"]``): in a run certified by a hidden-state analysis it is
+        1/(2·smoothness), within every analysis' contraction limit; in a run the search chose
+        for amplified composition (which needs no contraction) it is chosen for optimisation:
+        :data:`~noisysgd.config.STEP_FACTOR` times the smooth bound's η* = 1/(M + λ + √(VT/2)/B),
+        at most 0.98/(M + λ), and with ``clip_norm="auto"`` :data:`~noisysgd.config.CLIP_STEP` /
+        :data:`~noisysgd.config.CLIP_FACTOR` (5×) that (``config["clip"]`` has both steps).
+        "max" is 0.98·2/(alpha + smoothness), just below the largest step Ye & Shokri's
+        analysis allows (faster training, stronger contraction).  A number is used as given
+        in any regime (no clamp outside the hidden-state analyses' limits: an analysis whose
+        limit it exceeds refuses the run).
     alpha : float or "auto", default="auto"
         L2 regularization λ >= 0: the strong convexity the hidden-state
         analyses of strongly convex losses need (0: only convex analyses —
