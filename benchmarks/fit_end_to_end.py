@@ -5,12 +5,20 @@ batches of 256 for the given epochs, softmax, lr 1), in one process, best of ``-
 
 * ``numpy SGD``: minibatch SGD written out here (rows clipped to norm 1 once, a fresh
   permutation per epoch; gather, forward, softmax derivative, backward, update): the floor.
+* ``numpy DP-SGD``: the same loop with what DP-SGD adds to every step, written out: Poisson
+  batches at rate b/n (a Binomial(n, b/n) size, then a uniform subset of it), the per-example gradient norms ‖ψ_i‖·‖x̄_i‖ and
+  their clip at the loss's Lipschitz constant, and Gaussian noise on every coordinate of the
+  summed gradient: the floor of any DP-SGD on this data (no calibration, no certificate).
 * ``fit (fixed run)``: ``NoisySGDClassifier(epsilon=1, batching="poisson", batch_size=256,
   epochs=E, learning_rate=1, alpha=1e-5)``: validation, the private mean (centering), the
   calibration of the noise for the model and the mean together, training, the certificate.
 * ``fit, center=None``: the same without the private mean (no query, one calibration).
 * ``fit (defaults)``: ``NoisySGDClassifier(epsilon=1)``: the configuration search as well
   (it chooses its own epochs: the ratio is per call, not per epoch).
+* ``calibration alone``: ``noisysgd.calibrate`` of the fixed run (best bound, no mean query), and
+  ``dp_accounting calibration``: dp_accounting's own ``calibrate_dp_mechanism`` with its PLD
+  accountant on the same events (as ``calibration_speed.py``): the part of a private fit that
+  plain SGD does not have, and the floor under the end-to-end ratio at few epochs.
 
 Every timed call starts with noisysgd's caches emptied (:func:`_cold`): the calibration is paid
 each time, as on a first fit.  Prints each time and its ratio to numpy SGD, and the memory each fit allocates beyond the data
@@ -62,6 +70,26 @@ def numpy_sgd(X, y, epochs: int, lr: float = 1.0):
     return theta
 
 
+def numpy_dp_sgd(X, y, epochs: int, lr: float = 1.0, z: float = 1.0):
+    Xc = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    xnorm = np.sqrt(np.einsum("ij,ij->i", Xc, Xc) + 1.0)  # ‖x̄_i‖ with the bias coordinate
+    C = np.sqrt(2.0) * xnorm.max()  # softmax: ‖ψ_i‖ ≤ √2
+    theta = np.zeros((D + 1, K))
+    rng = np.random.default_rng(1)
+    for _ in range(epochs * round(N / B)):
+        idx = rng.choice(N, rng.binomial(N, B / N), replace=False)  # Poisson: a Binomial size, a uniform subset
+        xb = Xc[idx]
+        s = xb @ theta[:-1] + theta[-1]
+        s -= s.max(axis=1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=1, keepdims=True)
+        p[np.arange(len(idx)), y[idx]] -= 1.0
+        p *= np.minimum(1.0, C / (np.linalg.norm(p, axis=1) * xnorm[idx]))[:, None]
+        theta[:-1] -= lr * (xb.T @ p + z * C * rng.standard_normal((D, K))) / B
+        theta[-1] -= lr * (p.sum(axis=0) + z * C * rng.standard_normal(K)) / B
+    return theta
+
+
 def _cold() -> None:
     """Empty noisysgd's own caches (the accountant's PLDs and RDP curves, the configuration's), so
     that every timed fit calibrates as a first fit does: a repeat must not find the noise already
@@ -76,6 +104,30 @@ def _cold() -> None:
     from noisysgd.analyses import ye_shokri
 
     ye_shokri._RECURSIONS.clear()
+
+
+def _calibrations(epochs: int) -> dict:
+    """The fixed run's calibration alone, noisysgd's best bound and dp_accounting's own PLD
+    calibration of the same events (replace-one, ε = 1, δ = 1e-5, tolerance 1e-4·z)."""
+    import dp_accounting
+
+    import noisysgd
+
+    run = noisysgd.Run.from_epochs(epochs=epochs, n=N, batch_size=B, batching="poisson", learning_rate=1.0,
+                                   noise_multiplier=1.0, lipschitz=1.0)
+    z = noisysgd.calibrate(run, epsilon=1.0, delta=1e-5).noise_multiplier
+
+    def event(sigma):
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(run.sampling_rate, dp_accounting.GaussianDpEvent(sigma)), run.steps)
+
+    relation = dp_accounting.NeighboringRelation.REPLACE_ONE
+    return {
+        "calibration alone": lambda: noisysgd.calibrate(run, epsilon=1.0, delta=1e-5),
+        "dp_accounting calibration": lambda: dp_accounting.calibrate_dp_mechanism(
+            lambda: dp_accounting.pld.PLDAccountant(relation, value_discretization_interval=1e-4), event, 1.0, 1e-5,
+            tol=1e-4 * z),
+    }
 
 
 def _best(fn, repeats: int) -> float:
@@ -119,15 +171,20 @@ def main(argv=None) -> int:
                      classes=classes, random_state=0)
         runs = {
             "numpy SGD": lambda: numpy_sgd(X, y, epochs),
+            "numpy DP-SGD": lambda: numpy_dp_sgd(X, y, epochs),
             "fit (fixed run)": lambda: NoisySGDClassifier(**fixed).fit(X, y),
             "fit, center=None": lambda: NoisySGDClassifier(**fixed, center=None).fit(X, y),
+            **_calibrations(epochs),
         }
+        # each row's repeats in a row, best kept: numpy SGD's copy of the rows then reuses memory it
+        # has touched (interleaved with the fits, its first touch of 376 MiB cost it up to 0.8 s)
         times = {k: _best(f, args.repeats) for k, f in runs.items()}
-        floor = times["numpy SGD"]
+        floor, dp_floor = times["numpy SGD"], times["numpy DP-SGD"]
         print(f"{epochs} epochs of batches of {B} on {N} x {D}:")
         for k, t in times.items():
-            print(f"  {k:<20} {t:7.2f} s  {t / floor:5.2f}x numpy SGD")
-        out["rows"][str(epochs)] = {k: {"seconds": t, "ratio_to_numpy": t / floor} for k, t in times.items()}
+            print(f"  {k:<26} {t:7.2f} s  {t / floor:5.2f}x numpy SGD  {t / dp_floor:5.2f}x numpy DP-SGD")
+        out["rows"][str(epochs)] = {k: {"seconds": t, "ratio_to_numpy": t / floor, "ratio_to_numpy_dp_sgd": t / dp_floor}
+                                    for k, t in times.items()}
         if epochs == min(int(e) for e in args.epochs.split(",")):
             peaks = {k: _peak_over_data(runs[k], X.nbytes) for k in ("fit (fixed run)", "fit, center=None")}
             for k, v in peaks.items():
