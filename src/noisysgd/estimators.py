@@ -63,7 +63,7 @@ from .curvature import curvature_for
 from .planning import BASELINES
 from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
                             recorded_query, scale_to_ball)
-from .params import _check_choice, _check_real, _is_auto, _param_error, check_common
+from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
@@ -135,7 +135,7 @@ class _NoisySGDBase(BaseEstimator):
     def _release(self) -> str:
         """``average`` checked: "tail-average" (True) or "last" (False)."""
         if not isinstance(self.average, bool):
-            raise _param_error(self, "average", self.average, "True or False")
+            raise param_error(self, "average", self.average, "True or False")
         return "tail-average" if self.average else "last"
 
     #: whether ``intercept_scaling="auto"`` (:func:`auto_intercept_scaling`) and ``clip_norm="auto"``
@@ -145,9 +145,9 @@ class _NoisySGDBase(BaseEstimator):
     def _intercept_scaling(self) -> float:
         """The bias coordinate s of x̄ (``intercept_scaling``, "auto" resolved)."""
         value = self.intercept_scaling
-        if _is_auto(value) and self._INTERCEPT_AUTO:
-            return auto_intercept_scaling(_check_real(self, "feature_clip", self.feature_clip))
-        return _check_real(self, "intercept_scaling", value, auto_only=self._INTERCEPT_AUTO)
+        if is_auto(value) and self._INTERCEPT_AUTO:
+            return auto_intercept_scaling(check_real(self, "feature_clip", self.feature_clip))
+        return check_real(self, "intercept_scaling", value, auto_only=self._INTERCEPT_AUTO)
 
     def _fit(self, X, y, loss, *, target_bound=None):
         p = self._common()
@@ -227,10 +227,10 @@ class _NoisySGDBase(BaseEstimator):
         (epsilon, delta); ``p``'s target is lowered to the rest (its share under basic composition;
         fit_private then calibrates to the composed total, see its ``composed_with``)."""
         if requested != "private":
-            raise _param_error(self, "feature_range", requested,
+            raise param_error(self, "feature_range", requested,
                                "None, a pair (low, high) of public bounds, or 'private'")
         if p["epsilon"] is None:
-            raise _param_error(self, "feature_range", requested,
+            raise param_error(self, "feature_range", requested,
                                "None or public bounds when noise_multiplier is given ('private' spends a "
                                "share of epsilon, so it needs epsilon)")
         from .preprocessing import private_ranges_within
@@ -246,15 +246,15 @@ class _NoisySGDBase(BaseEstimator):
         epsilon is given, None when the noise multiplier is; "private" needs epsilon, it spends a
         share of it)."""
         rule = getattr(self, "center", None)
-        if _is_auto(rule):
+        if is_auto(rule):
             return "private" if p["epsilon"] is not None else None
         if rule is None or (isinstance(rule, str) and rule == "private"):
             if rule == "private" and p["epsilon"] is None:
-                raise _param_error(self, "center", rule,
+                raise param_error(self, "center", rule,
                                    "None or 'auto' when noise_multiplier is given ('private' spends a share "
                                    "of epsilon, so it needs epsilon)")
             return rule
-        raise _param_error(self, "center", rule, "None, 'private' or 'auto'")
+        raise param_error(self, "center", rule, "None, 'private' or 'auto'")
 
     def _private_center(self, p, X, recorded=None):
         """``center="private"``: the rows clipped to ``feature_clip`` minus a DP mean (``private_center_within``),
@@ -269,7 +269,7 @@ class _NoisySGDBase(BaseEstimator):
             secure_mode=self.secure_mode, recorded=recorded, names=getattr(self, "feature_names_in_", None))
         if center is not None:  # (not centered: the rows as they are, the trainer clips them)
             X = CenteredRows(X, center, p["feature_clip"])  # described: the trainer reads X itself
-            if _is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
+            if is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
                 p["intercept_scaling"] = auto_intercept_scaling(clip)
             p["feature_clip"] = clip
         return X, center, details
@@ -647,7 +647,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
         self._common()
-        _check_choice(self, "multi_class", self.multi_class, ("softmax", "ovr"))
+        check_choice(self, "multi_class", self.multi_class, ("softmax", "ovr"))
         X, y = validate_data(self, X, y, dtype=_FLOATS, ensure_min_samples=1)
         check_classification_targets(y)
         classes, encoded, source = encode_labels(y, self.classes)
@@ -673,18 +673,18 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         if given is None:
             return loss
         if isinstance(given, str):
-            raise _param_error(self, "class_weight", given,
+            raise param_error(self, "class_weight", given,
                                "None or a dict {class: weight}: 'balanced' needs the class counts, which are "
                                "private; declare the weights instead (e.g. the inverse of a public prior)")
         if not isinstance(given, dict):
-            raise _param_error(self, "class_weight", given, "None or a dict {class: weight}")
+            raise param_error(self, "class_weight", given, "None or a dict {class: weight}")
         try:
             return ClassWeighted.from_dict(loss, given, labels)
         except LookupError:
-            raise _param_error(self, "class_weight", given,
+            raise param_error(self, "class_weight", given,
                                f"a dict whose keys are among the classes {labels}") from None
         except ValueError:
-            raise _param_error(self, "class_weight", given, "a dict of positive finite weights") from None
+            raise param_error(self, "class_weight", given, "a dict of positive finite weights") from None
 
     def _warn_if_near_chance(self, X, y) -> None:
         """:func:`noisysgd.train.diagnostics.fit_warnings` (raw columns taking the norm, unless the mean said it)."""
@@ -796,9 +796,9 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
         self._common()
-        _check_choice(self, "loss", self.loss, ("huber", "squared"))
-        kappa = _check_real(self, "huber_delta", self.huber_delta)
-        bound = _check_real(self, "target_bound", self.target_bound, optional=True)
+        check_choice(self, "loss", self.loss, ("huber", "squared"))
+        kappa = check_real(self, "huber_delta", self.huber_delta)
+        bound = check_real(self, "target_bound", self.target_bound, optional=True)
         X, y = validate_data(self, X, y, dtype=_FLOATS, y_numeric=True, ensure_min_samples=1)
         loss = Huber(kappa) if self.loss == "huber" else Squared()
         W = self._fit(X, y, loss, target_bound=bound)
