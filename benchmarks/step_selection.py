@@ -20,7 +20,7 @@ Fashion-MNIST pixels (``--fashion-dir``) at ε = 1, seed 0 only.
 Writes ``benchmarks/results/step_selection.json``; docs/accuracy.md §1a shows
 :func:`markdown_table` (checked by tests/test_docs_tables.py)::
 
-    python benchmarks/step_selection.py [--expected-runs 2] [--fashion-dir DIR]   # ~3 min, ~4 more with DIR
+    python benchmarks/step_selection.py [--expected-runs 2] [--fashion-dir DIR]   # ~1 min, ~3 more with DIR (one thread)
 """
 
 from __future__ import annotations
