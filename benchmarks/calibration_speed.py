@@ -51,13 +51,29 @@ def timed(fn, repeat: int = 3):
     return best, value
 
 
+def dp_accounting_calibration(run, epsilon: float, delta: float, z_tol: float | None):
+    """dp_accounting's own ``calibrate_dp_mechanism`` with its PLD accountant (1e-4 discretisation)
+    for a Poisson ``run`` of noisysgd (its rate, its steps, its adjacency): the peer calibration
+    of the same events (replace: std z·L and shifts ±L; add/remove: std z, sensitivity 1)."""
+    import dp_accounting
+
+    relation = (dp_accounting.NeighboringRelation.REPLACE_ONE if run.adjacency == "replace"
+                else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+
+    def event(z):
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(run.sampling_rate, dp_accounting.GaussianDpEvent(z)), run.steps)
+
+    return dp_accounting.calibrate_dp_mechanism(
+        lambda: dp_accounting.pld.PLDAccountant(relation, value_discretization_interval=1e-4), event, epsilon, delta,
+        tol=z_tol)
+
+
 def _pld_calibration_vs_dp_accounting(epochs: int = 10, repeat: int = 3) -> dict:
     """Issue 28 §3: the best-bound calibration of a Poisson run (every analysis; the PLD decides)
     against dp_accounting's own ``calibrate_dp_mechanism`` with its PLD accountant on the same
     events (1e-4 discretisation, tolerance 1e-4·z on z, as noisysgd's rel_tol=1e-4), caches
     cleared before every call, best of ``repeat``; replace-one and add/remove."""
-    import dp_accounting
-
     import noisysgd
     from noisysgd.analyses import composition as comp
 
@@ -73,8 +89,7 @@ def _pld_calibration_vs_dp_accounting(epochs: int = 10, repeat: int = 3) -> dict
     out = {}
     print(f"\nPLD calibration, Poisson q = {B}/{N}, {epochs} epochs, epsilon = {TARGET}, delta = {DELTA} "
           "(caches cleared before each call)")
-    for adjacency, relation in (("replace", dp_accounting.NeighboringRelation.REPLACE_ONE),
-                                ("add-remove", dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)):
+    for adjacency in ("replace", "add-remove"):
         run = noisysgd.Run.from_epochs(epochs=epochs, n=N, batch_size=B, batching="poisson", learning_rate=0.1,
                                        noise_multiplier=1.0, lipschitz=1.0, adjacency=adjacency)
 
@@ -82,17 +97,9 @@ def _pld_calibration_vs_dp_accounting(epochs: int = 10, repeat: int = 3) -> dict
             cold()
             return noisysgd.calibrate(run, epsilon=TARGET, delta=DELTA).noise_multiplier
 
-        def theirs(run=run, relation=relation, z_tol=None):
+        def theirs(run=run, z_tol=None):
             cold()
-
-            def event(z):  # replace: std z·L and shifts ±L; add/remove: std z, sensitivity 1
-                return dp_accounting.SelfComposedDpEvent(
-                    dp_accounting.PoissonSampledDpEvent(run.sampling_rate, dp_accounting.GaussianDpEvent(z)),
-                    run.steps)
-
-            return dp_accounting.calibrate_dp_mechanism(
-                lambda: dp_accounting.pld.PLDAccountant(relation, value_discretization_interval=1e-4), event,
-                TARGET, DELTA, tol=z_tol)
+            return dp_accounting_calibration(run, TARGET, DELTA, z_tol)
 
         t_ours, z_ours = timed(ours, repeat)
         t_theirs, z_theirs = timed(lambda: theirs(z_tol=1e-4 * z_ours), repeat)
