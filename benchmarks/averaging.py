@@ -31,6 +31,19 @@ EPSILONS = (0.5, 1.0, 3.0)
 SEEDS = (0, 1, 2)
 
 
+def chosen_run(clf) -> dict | None:
+    """The amplified-composition run a fitted ``NoisySGDClassifier`` with the defaults chose, as
+    parameters that fit it again (Poisson batches, b, epochs, the learning rate, α and the clip of
+    ``clip_norm="auto"``, as trained), or None where the search chose the hidden-state regime."""
+    c = clf.privacy_report_["config"]["chosen"]
+    if c.get("regime") != "amplified composition":
+        return None
+    clip = clf.privacy_report_["config"].get("clip")  # clip_norm="auto": the clipped run, as trained
+    return dict(batching="poisson", batch_size=c["batch_size"], epochs=c["epochs"],
+                learning_rate=clf.run_.learning_rate, alpha=clf.run_.strong_convexity,
+                clip_norm=None if clip is None else clip["clip_norm"])
+
+
 def _pair(name, eps, seeds, fashion_dir=None) -> dict | None:
     sys.path.insert(0, str(HERE))
     from auto_config import load
@@ -41,13 +54,9 @@ def _pair(name, eps, seeds, fashion_dir=None) -> dict | None:
     for seed in seeds:
         Xtr, Xte, ytr, yte, _ = load(name, seed, fashion_dir)
         d = NoisySGDClassifier(epsilon=eps, random_state=seed).fit(Xtr, ytr)
-        c = d.privacy_report_["config"]["chosen"]
-        if c.get("regime") != "amplified composition":
+        fixed = chosen_run(d)
+        if fixed is None:
             continue
-        clip = d.privacy_report_["config"].get("clip")  # clip_norm="auto": the clipped run, as trained
-        fixed = dict(batching="poisson", batch_size=c["batch_size"], epochs=c["epochs"],
-                     learning_rate=d.run_.learning_rate, alpha=d.run_.strong_convexity,
-                     clip_norm=None if clip is None else clip["clip_norm"])
         out["defaults"].append(float(d.score(Xte, yte)))
         out["chosen"].append(fixed)
         for key, average in (("last", False), ("average", True)):

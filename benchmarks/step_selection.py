@@ -45,6 +45,7 @@ FACTORS = (2.0, 1.0, 0.25, 0.0625)
 def _one(name, eps, seed, expected_runs, fashion_dir=None) -> dict:
     sys.path.insert(0, str(HERE))
     from auto_config import load
+    from averaging import chosen_run
 
     from noisysgd import NoisySGDClassifier
     from noisysgd.tuning import NoisySGDClassifierCV
@@ -55,14 +56,13 @@ def _one(name, eps, seed, expected_runs, fashion_dir=None) -> dict:
     out = {"seed": seed, "defaults": float(d.score(Xte, yte))}
     out["not_centered"] = float(NoisySGDClassifier(epsilon=eps, random_state=seed, classes=classes, center=None)
                                 .fit(Xtr, ytr).score(Xte, yte))
-    c = d.privacy_report_["config"]["chosen"]
-    if c.get("regime") != "amplified composition":
-        return {**out, "regime": c.get("regime")}
-    clip = d.privacy_report_["config"].get("clip")
-    fixed = dict(batching="poisson", batch_size=c["batch_size"], epochs=c["epochs"], alpha=d.run_.strong_convexity,
-                 clip_norm=None if clip is None else clip["clip_norm"], classes=classes)
-    steps = [d.run_.learning_rate * f for f in FACTORS]
-    out.update(regime=c["regime"], chosen={**fixed, "learning_rate": d.run_.learning_rate}, steps=steps)
+    chosen = chosen_run(d)
+    if chosen is None:
+        return {**out, "regime": d.privacy_report_["config"]["chosen"].get("regime")}
+    fixed = {**chosen, "classes": classes}
+    lr = fixed.pop("learning_rate")
+    steps = [lr * f for f in FACTORS]
+    out.update(regime="amplified composition", chosen={**fixed, "learning_rate": lr}, steps=steps)
     out["fixed"] = [float(NoisySGDClassifier(epsilon=eps, random_state=seed, learning_rate=lr, **fixed)
                           .fit(Xtr, ytr).score(Xte, yte)) for lr in steps]
     cv = NoisySGDClassifierCV({"learning_rate": steps}, estimator=NoisySGDClassifier(**fixed, center=None),
