@@ -105,6 +105,7 @@ from functools import lru_cache
 
 from .accountant import calibrate
 from .analyses import ANALYSES
+from .params import is_auto
 from .run import Run
 
 __all__ = ["AutoConfig", "auto_config", "configure", "composition_searched", "fixed_parameters",
@@ -202,7 +203,7 @@ def with_legacy_defaults(params: dict) -> dict:
     """
     out = dict(params)
     for k, v in LEGACY.items():
-        if isinstance(out.get(k), str) and out[k] == "auto":
+        if is_auto(out.get(k)):
             out[k] = v
     return out
 
@@ -628,7 +629,7 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
 def declared_clip_norm(value):
     """The clip norm as far as it is known before the configuration is chosen: ``"auto"`` is the
     loss's natural constant (None) until :func:`configure` picks the amplified-composition regime."""
-    return None if isinstance(value, str) and value == "auto" else value
+    return None if is_auto(value) else value
 
 
 def _composition_clip(p: dict, loss, L: float, target_bound, fixed: dict) -> dict | None:

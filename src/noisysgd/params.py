@@ -30,7 +30,7 @@ def check_choice(estimator, name, value, choices):
 
 
 def check_real(estimator, name, value, *, low=0.0, low_open=True, optional=False, auto=False,
-                auto_only=False):
+               auto_only=False):
     """``value`` as a finite float above ``low`` (at or above it if not ``low_open``); None kept if
     ``optional``, "auto" kept if ``auto`` (whose message also names "max", the learning rate's);
     ``auto_only`` names "auto" in the message only (the caller resolves it)."""

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
+from ..params import is_auto
 from ..private_fit import _plain
 from ..rdp import DEFAULT_ORDERS
 from .selection import (SELECTIONS, _real, draw_runs, liu_talwar, liu_talwar_split, truncated_negative_binomial_gamma,
@@ -181,7 +182,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         from ..config import configure, declared_clip_norm
         from ..estimators import classification_loss
         keys = ("epochs", "batch_size", "batching", "alpha")
-        if not any(isinstance(params.get(k), str) and params[k] == "auto" for k in keys):
+        if not any(is_auto(params.get(k)) for k in keys):
             return {**params, "clip_norm": declared_clip_norm(params.get("clip_norm"))}
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         p = {k: params.get(k) for k in keys}
@@ -374,7 +375,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError("expected_runs must be > 1 for the negative-binomial rule (gamma < 1). Found 1.0.")
         frac = _real("validation_fraction", self.validation_fraction, low=0.0, high=1.0)
         sigma_fixed = None
-        if not (isinstance(self.score_noise, str) and self.score_noise == "auto"):
+        if not is_auto(self.score_noise):
             sigma_fixed = _real("score_noise", self.score_noise, low=0.0)
         return dict(target=target, selection=self.selection, mean=mean, eta=eta, frac=frac, sigma_fixed=sigma_fixed)
 
