@@ -64,6 +64,7 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
     common = {k: CONFIG[k] for k in ("batching", "batch_size", "epochs", "alpha", "feature_clip",
                                      "learning_rate", "multi_class")}
     common["classes"] = list(range(10))  # digits' ten labels: public, declared (not read off the data)
+    common["average"] = False  # (a) and (b) release the same output, the final iterate: only the bound differs
     hidden = NoisySGDClassifier(epsilon=epsilon, delta=delta, random_state=seed, **common).fit(Xtr, ytr)
     comp = NoisySGDClassifier(epsilon=epsilon, delta=delta, random_state=seed,
                               analysis=["composition", "composition-pld"], **common).fit(Xtr, ytr)

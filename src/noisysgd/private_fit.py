@@ -45,6 +45,7 @@ from .train import Loss, TrainResult, train
 from .train import checkpoint as _ckpt
 from .train.checkpoint import Checkpointing
 from .train.engine import _check_secure_mode
+from .train.release import EVERY_ITERATE, AutoRelease, TailAverage
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
            "Execution", "Calibrated", "RELEASES", "public_size", "describe", "calibrate_run", "execute", "certify"]
@@ -161,9 +162,12 @@ class Privacy:
     equal the number of rows.
 
     ``release``: what is released, one of :data:`RELEASES`: ``"last"`` (the final
-    iterate, what every analysis covers) or ``"tail-average"`` (the mean of the iterates
+    iterate, what every analysis covers), ``"tail-average"`` (the mean of the iterates
     after steps ⌊T/2⌋+1..T — post-processing of every iterate, so only the composition
-    analyses, which account every iterate, certify it; issue 26 §2)."""
+    analyses, which account every iterate, certify it; issue 26 §2) or ``"auto"`` (that
+    mean where the certificate rests on composition alone and the iterates have settled,
+    else the final iterate: :class:`noisysgd.train.release.AutoRelease`; every analysis
+    stays in play, and a checkpointed or data-parallel run releases its final iterate)."""
 
     epsilon: float | None = None
     delta: float | None = None
@@ -175,11 +179,11 @@ class Privacy:
     release: str = "last"
 
 
-#: What a private fit may release: the final iterate, or the mean of the second half of the
-#: iterates (De et al. 2022 average DP-SGD's iterates; only composition covers it).
-RELEASES = ("last", "tail-average")
-#: The analyses that account every iterate (hence any function of them).
-_EVERY_ITERATE = ("composition", "composition-pld")
+#: What a private fit may release: the final iterate, the mean of the second half of the
+#: iterates (De et al. 2022 average DP-SGD's iterates; only composition covers it), or "auto":
+#: that mean where the certificate rests on composition and the iterates have settled, else the
+#: final iterate (:mod:`noisysgd.train.release`).
+RELEASES = ("last", "tail-average", "auto")
 
 
 @dataclass(frozen=True)
@@ -370,14 +374,14 @@ def _checked_release(privacy: Privacy, execution: Execution) -> Privacy:
     hidden-state analysis is refused), and no checkpoint or data-parallel trainer (the running
     mean lives in this process only)."""
     release = _choice("release", privacy.release, RELEASES)
-    if release == "last":
+    if release in ("last", "auto"):  # ("auto" checkpointed or data-parallel: the final iterate, see execute)
         return privacy
     named = privacy.analyses
     if named is None or (isinstance(named, str) and named == "best"):
-        analyses = list(_EVERY_ITERATE)
+        analyses = list(EVERY_ITERATE)
     else:
         analyses = [named] if isinstance(named, str) else list(named)
-        other = [a for a in analyses if a not in _EVERY_ITERATE]
+        other = [a for a in analyses if a not in EVERY_ITERATE]
         if other:
             raise ValueError(f"analyses must account every iterate with release='tail-average' (composition, "
                              f"composition-pld): an average of the iterates is not the final model the others "
@@ -387,31 +391,6 @@ def _checked_release(privacy: Privacy, execution: Execution) -> Privacy:
                          "not saved). Found " + ("a checkpoint." if execution.checkpoint is not None
                                                  else "a data-parallel trainer."))
     return replace(privacy, analyses=analyses, release=release)
-
-
-class _TailAverage:
-    """The running mean of the iterates after steps ``first``..``steps`` (a step callback)."""
-
-    def __init__(self, steps: int, then: Callable | None):
-        self.first, self.steps, self.then = steps // 2 + 1, steps, then
-        self.total, self.count = None, 0
-
-    def __call__(self, t, W):
-        if t >= self.first:
-            W64 = np.asarray(W, dtype=np.float64)
-            self.total = W64.copy() if self.total is None else self.total + W64
-            self.count += 1
-        if self.then is not None:
-            self.then(t, W)
-
-    def released(self, result: TrainResult) -> TrainResult:
-        if self.count != self.steps - self.first + 1:  # every step of the tail was seen
-            raise RuntimeError(f"the tail average saw {self.count} of {self.steps - self.first + 1} iterates")
-        mean = (self.total / self.count).astype(result.coef.dtype)
-        enforced = {**result.enforced, "released": (
-            f"tail average: the mean of the iterates after steps {self.first}..{self.steps} ({self.count} "
-            "iterates), post-processing of every iterate, which composition accounts")}
-        return replace(result, coef=mean, enforced=enforced)
 
 
 def _context(privacy: Privacy) -> dict:
@@ -470,7 +449,8 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
     """Step 4: the engine on exactly ``calibrated.run``; it refuses to train unless every
     analysis the certificate rests on applies to the run (``analyses=``).  ``release``
     "tail-average" returns the mean of the second half of the iterates as ``coef``
-    (:func:`_checked_release` has restricted the analyses to composition)."""
+    (:func:`_checked_release` has restricted the analyses to composition); "auto" returns it
+    where ``rests_on`` is composition alone and the iterates settled (:class:`AutoRelease`)."""
     rests_on = calibrated.report.certificate()["certificate"]["rests_on"]
     callback = None
     if execution.progress is not None:
@@ -480,7 +460,13 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
             progress(step, total)
 
         callback = report_step
-    average = _TailAverage(calibrated.run.steps, callback) if release == "tail-average" else None
+    kept = None  # "auto" where no block means can be kept: the final iterate, and why
+    if release == "auto" and (execution.checkpoint is not None or execution.trainer is not None):
+        kept = ("a checkpointed run keeps no block means" if execution.checkpoint is not None
+                else "a data-parallel run keeps no block means")
+        release = "last"
+    average = {"tail-average": TailAverage, "auto": AutoRelease}.get(release)
+    average = None if average is None else average(calibrated.run.steps, callback)
     trainer = train if execution.trainer is None else execution.trainer
     result = trainer(calibrated.run, loss, X, y, feature_clip=bounds.feature_clip,
                      intercept_scaling=bounds.intercept_scaling, target_bound=bounds.target_bound,
@@ -490,7 +476,11 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
                      checkpointing=Checkpointing(execution.checkpoint, execution.checkpoint_every, execution.resume,
                                                  execution.keep_checkpoint,
                                                  context if execution.checkpoint is not None else None))
-    return result if average is None else average.released(result)
+    if kept is not None:
+        return AutoRelease.kept_last(result, rests_on, kept)
+    if average is None:
+        return result
+    return average.released(result, rests_on) if release == "auto" else average.released(result)
 
 
 def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: int, n_features: int) -> dict:
@@ -500,8 +490,10 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
     certificate's ``epsilon_total``, ``delta_total`` and ``guarantee`` then cover both)."""
     certificate = calibrated.report.certificate()
     certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
+    rule = result.enforced.get("release")  # average="auto": what it released and why
     certificate["certificate"]["released"] = result.enforced.get(
-        "released", "the final iterate (every analysis covers it)")
+        "released", "the final iterate (every analysis covers it)"
+        + (f"; average='auto' kept it: {rule['why']}" if rule else ""))
     certificate["certificate"]["data"] = {"n": n, "n_features": n_features}
     if calibrated.run.adjacency == "add-remove":  # the rows the data hold are not recorded: not public
         certificate["certificate"]["data"]["n_is"] = (

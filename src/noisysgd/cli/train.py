@@ -144,9 +144,11 @@ def add_arguments(p) -> None:
     p.add_argument("--analysis", action="append", help="analyses to calibrate with (default: best)")
     p.add_argument("--adjacency", default="replace", choices=("replace", "add-remove"),
                    help="replace (default; n public); add-remove (poisson batches; needs --public-n)")
-    p.add_argument("--average", action="store_true",
-                   help="release the mean of the second half of the iterates (certified by composition only; "
-                        "batching auto becomes poisson)")
+    p.add_argument("--average", nargs="?", const="yes", choices=("auto", "yes", "no"), default=None,
+                   help="yes (the flag alone): release the mean of the second half of the iterates (certified by "
+                        "composition only; batching auto becomes poisson); auto (the default for classification, "
+                        "as the estimator): that mean where composition certifies the run and the iterates have "
+                        "settled, else the last iterate; no (the default for regression): the last iterate")
     p.add_argument("--public-n", type=int, metavar="N",
                    help="add-remove: the dataset size declared public; the sampling rate b/N, the steps and "
                         "the default delta come from it, the data may hold any number of rows")
@@ -385,6 +387,10 @@ def _schedule(args, loss, n: int, d: int, epsilon, delta=None, curvature=None) -
     return schedule, config
 
 
+#: ``--average``'s values as fit_private's ``release`` (None: resolved by _check_flags).
+_RELEASE = {"yes": "tail-average", "no": "last", "auto": "auto"}
+
+
 def _bounds_and_privacy(args, epsilon, delta, query=None) -> tuple[Bounds, Privacy]:
     """The declared bounds and the privacy target of ``noisysgd train``'s flags (one process
     or several)."""
@@ -392,7 +398,7 @@ def _bounds_and_privacy(args, epsilon, delta, query=None) -> tuple[Bounds, Priva
                     clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound)
     privacy = Privacy(epsilon=epsilon, delta=delta, noise_multiplier=args.noise_multiplier,
                       adjacency=args.adjacency, analyses=args.analysis or "best", query=query,
-                      public_n=args.public_n, release="tail-average" if args.average else "last")
+                      public_n=args.public_n, release=_RELEASE[args.average])
     return bounds, privacy
 
 
@@ -483,7 +489,9 @@ def _check_flags(args) -> None:
     from ..run import _real
 
     _real("feature_clip", args.feature_clip)
-    if args.average and args.batching == "auto":
+    if args.average is None:  # as the estimators: auto for the classifier, the last iterate for the regressor
+        args.average = "auto" if args.task == "classification" else "no"
+    if args.average == "yes" and args.batching == "auto":
         args.batching = "poisson"  # composition certifies an average: DP-SGD's batches
     if args.holdout is not None and args.adjacency == "add-remove":
         raise ValueError("--holdout needs --adjacency replace: its split sizes come from the number of rows, so "
@@ -731,8 +739,8 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
 
     print(fill(f"privacy: {fit.certificate['certificate']['guarantee']}"))
     print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
-    if "released" in result.enforced:
-        print(fill(f"released: {result.enforced['released']}"))
+    if "released" in result.enforced or "release" in result.enforced:  # an average, or --average auto's choice
+        print(fill(f"released: {fit.certificate['certificate']['released']}"))
     config = fit.certificate.get("config") or {}
     if config.get("auto"):
         run = fit.run

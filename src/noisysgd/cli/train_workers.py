@@ -52,7 +52,7 @@ def cmd_train_distributed(args, env) -> int:
     if getattr(args, "class_weight", None) is not None:
         raise ValueError("--class-weight is not available for data-parallel training (--workers, torchrun) yet: "
                          "train in one process.")
-    if getattr(args, "average", False):
+    if getattr(args, "average", None) == "yes":  # ("auto": the final iterate there, as with a checkpoint)
         raise ValueError("--average is not available for data-parallel training (--workers, torchrun) yet: train "
                          "in one process.")
     if args.categorical:

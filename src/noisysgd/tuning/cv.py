@@ -395,9 +395,12 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "estimator.center must be None or 'auto' for tuning: the tuner trains every candidate on "
                 f"the rows as they are (it does not center them privately). Found {base_params['center']!r}.")
-        if base_params.get("average") or any(cand.get("average") for cand in grid):
-            raise ValueError("estimator.average must be False for tuning: the tuner accounts and trains every "
-                             "candidate's final iterate (an average is certified by composition only). Found True.")
+        averages = [base_params.get("average", False)] + [cand["average"] for cand in grid if "average" in cand]
+        if any(a is not False and not is_auto(a) for a in averages):
+            # "auto" (the classifier's default) is read as False: every candidate's final iterate
+            raise ValueError("estimator.average must be False or 'auto' for tuning: the tuner accounts and trains "
+                             "every candidate's final iterate (an average is certified by composition only). Found "
+                             f"{next(a for a in averages if a is not False and not is_auto(a))!r}.")
         if base_params.get("class_weight") is not None or any(cand.get("class_weight") for cand in grid):
             raise ValueError("estimator.class_weight must be None for tuning (the tuner trains and scores every "
                              "candidate unweighted). Found a class_weight.")
