@@ -590,25 +590,27 @@ def test_add_remove_audit_catches_a_trainer_with_10x_less_noise():
     assert not honest.violation
 
 
-@pytest.mark.parametrize("average", [False, True])
+@pytest.mark.parametrize("average", [False, True, "auto"])
 def test_poisson_runs_certified_by_composition_are_audited_with_and_without_averaging(average):
     """Issue 26 §5: the DP-SGD regime — Poisson batches, a large step (lr = 4), no projection,
     certified by composition — through the real replica trainer, releasing the
-    last iterate or the mean of the second half of the iterates: the honest run stays below its
-    composition certificate, and the same run with a tenth of the noise is caught."""
+    last iterate, the mean of the second half of the iterates, or per run what average="auto"
+    chooses: the honest run stays below its composition certificate, and the same run with a tenth
+    of the noise is caught."""
     run = at_1d_run(n=10, batch_size=2, batching="poisson", steps=200, learning_rate=4.0, noise_multiplier=6.0,
                     diameter=None)
     certified = noisysgd.epsilon(run, delta=1e-5, analyses=["composition", "composition-pld"]).epsilon
     broken = run.replace(noise_multiplier=0.6)
+    offset = {False: 0, True: 1, "auto": 4}[average]
     res = audit_at_1d(run, delta=1e-5, runs=3000, confidence=CONFIDENCE, threshold="tuned",
-                      random_state=[SEED, 30 + average], trainer_run=broken, average=average,
+                      random_state=[SEED, 30 + offset], trainer_run=broken, average=average,
                       certify=["composition", "composition-pld"])
     assert res.violation and res.epsilon_lower > certified
     honest = audit_at_1d(run, delta=1e-5, runs=3000, confidence=1 - random_check(f"honest poisson {average}"),
-                         threshold="tuned", random_state=[SEED, 32 + average], average=average)
+                         threshold="tuned", random_state=[SEED, 32 + offset], average=average)
     assert not honest.violation and honest.certified_epsilon == pytest.approx(certified, rel=1e-12)
     assert honest.certified_by in ("composition", "composition-pld")
-    assert ("tail average" in honest.statistic) is average
+    assert ("tail average" in honest.statistic) is bool(average)
     if average:
         with pytest.raises(ValueError, match="certify must name composition analyses with average=True"):
             audit_at_1d(run, delta=1e-5, runs=10, average=True, certify=["altschuler-talwar"])
@@ -773,7 +775,8 @@ def test_false_alarm_budget():
             + 3        # replicas vs engine in law
             + 4        # exact 1-D law
             + len(AUDITS) + 1 + 1  # audits, canary, the honest twin of the broken trainer
-            + 1)       # the honest twin of the broken add/remove trainer
+            + 1        # the honest twin of the broken add/remove trainer
+            + 3)       # the honest Poisson runs: last iterate, tail average, average="auto"
     slow_ = 7 + 1 + 1  # full-scale audits, Theorem 4.1 regime, canary
-    assert fast == 20 and (fast + slow_) * ALPHA < 1e-3
+    assert fast == 23 and (fast + slow_) * ALPHA < 1e-3
     assert len(set(RANDOM_CHECKS)) <= fast + slow_  # (those run so far in this session)

@@ -161,8 +161,34 @@ def test_replicas_average_as_the_engine_does():
               callback=lambda t, W: seen.append((t, W.copy())))
         np.testing.assert_allclose(res.coef[r], np.mean([W for t, W in seen if t >= 16], axis=0),
                                    rtol=1e-12, atol=1e-14)
-    with pytest.raises(ValueError, match="average must be True or False"):
+    with pytest.raises(ValueError, match="average must be True, False or 'auto'"):
         train_replicas(run, BinaryLogistic(), X, y, replicas=1, feature_clip=2.0, average="yes")
+
+
+def test_replicas_release_as_the_engines_auto_rule_does():
+    """train_replicas(average="auto"), which the audits run, releases per replica what the engine's
+    release="auto" releases under a composition certificate: the tail mean for the replicas whose
+    iterates settled, the last iterate for the others (λ = 1 settles them, λ = 0 leaves a walk)."""
+    from noisysgd.train.replicas import train_replicas
+
+    n, T, seeds = 10, 64, (4, 5, 6, 7)  # (seed 3 with λ = 1: c = +0.11, the 1-D statistic is noisy)
+    for lam in (1.0, 0.0):
+        run = Run(n=n, batch_size=n, batching="poisson", steps=T, learning_rate=0.5, noise_multiplier=3.0,
+                  lipschitz=1.0, strong_convexity=lam, smoothness=lam or None)
+        report = noisysgd.epsilon(run, delta=DELTA, analyses=["composition", "composition-pld"])
+        X, y = np.zeros((n, 0)), np.ones(n)
+        res = train_replicas(run, Linear(), X, y, replicas=len(seeds), feature_clip=1.0, random_state=list(seeds),
+                             average="auto")
+        kinds = []
+        for r, seed in enumerate(seeds):
+            one = execute(Calibrated(run, report, None), Linear(), X, y, Bounds(feature_clip=1.0, clip_norm=1.0),
+                          Execution(random_state=seed), {}, release="auto")
+            np.testing.assert_allclose(res.coef[r].ravel(), np.ravel(one.coef), rtol=1e-12, atol=1e-14)
+            assert res.enforced["release"]["statistics"][r] == pytest.approx(one.enforced["release"]["statistic"],
+                                                                              rel=1e-9, abs=1e-12)
+            kinds.append(one.enforced["release"]["released"])
+        assert res.enforced["release"]["averaged"] == kinds.count("tail-average")
+        assert kinds == (["tail-average"] * len(seeds) if lam else ["last"] * len(seeds))
 
 
 def test_the_tuner_refuses_an_averaged_base_estimator():
@@ -317,13 +343,16 @@ def test_the_statistic_of_a_large_process_is_its_exact_expected_correlation(proc
     assert mean_reversion(means) == pytest.approx(exact, abs=0.02)
 
 
-@given(st.lists(st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=3), min_size=3, max_size=8),
-       st.floats(0.01, 100.0), st.floats(-50.0, 50.0))
+@given(st.lists(st.lists(st.integers(-1000, 1000), min_size=3, max_size=3), min_size=3, max_size=8),
+       st.integers(-10, 10), st.integers(-50, 50))
 @settings(max_examples=200, deadline=None)
-def test_the_statistic_is_a_correlation_blind_to_shift_scale_and_rotation(rows, scale, shift):
+def test_the_statistic_is_a_correlation_blind_to_shift_scale_and_rotation(rows, log_scale, shift):
+    """(Integer means, power-of-two scales and integer shifts: the moved means are exact but for the
+    rotation's rounding.)"""
     from noisysgd.train.release import mean_reversion
 
-    means = [np.array(r) for r in rows]
+    scale = 2.0 ** log_scale
+    means = [np.array(r, dtype=float) for r in rows]
     c = mean_reversion(means)
     assert -1.0 <= c <= 1.0
     d = np.diff(np.stack(means), axis=0)

@@ -319,7 +319,7 @@ def audit_at_1d(
     certify="best",
     dtype=np.float64,
     progress: bool = False,
-    average: bool = False,
+    average: bool | str = False,
 ) -> AuditResult:
     """Audit ``run`` with Altschuler & Talwar's 1-D construction (Theorem 4.1).
 
@@ -357,9 +357,10 @@ def audit_at_1d(
     X, y, y_prime = at_1d_datasets(run.n, lipschitz=run.lipschitz, variant=variant)
     loss = Linear()
 
-    if not isinstance(average, bool):
-        raise ValueError(f"average must be True or False. Found {average!r}.")
+    if not (isinstance(average, bool) or (isinstance(average, str) and average == "auto")):
+        raise ValueError(f"average must be True, False or 'auto'. Found {average!r}.")
     if average:  # the released output is a function of every iterate: composition alone certifies it
+        # ("auto" averages only under such a certificate: audited there, per replica as the rule decides)
         certify = _every_iterate(certify)
 
     def fit(which, R, rng, on_step):
@@ -387,7 +388,9 @@ def audit_at_1d(
             "it; start 0")
     if run.diameter is not None:
         details["burn_in_steps_T_bar"] = 0.75 * run.diameter * run.n / (run.lipschitz * run.max_learning_rate)
-    released = "tail average of the iterates (steps T/2+1..T)" if average else "final iterate"
+    released = ("tail average of the iterates (steps T/2+1..T)" if average is True
+                else "average='auto': per run, the tail average where its iterates settled, else the final iterate"
+                if average else "final iterate")
     return _audit(_Adversary("at-1d", fit, score, released, details, direction=1), run=run,
                   trainer_run=trainer, delta=delta, confidence=confidence, runs=runs,
                   calibration_runs=calibration_runs, threshold=threshold, random_state=random_state,

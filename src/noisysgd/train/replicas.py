@@ -61,6 +61,7 @@ from .engine import (
 )
 from .leaks import check_declared_constants
 from .losses import Loss, _augment
+from .release import BLOCKS, FIRST_BLOCK, MIN_STEPS, block_of, mean_reversion
 
 __all__ = ["ReplicaResult", "train_replicas", "replica_batches"]
 
@@ -316,23 +317,46 @@ def _core(loss, Xbar, Y, *, batches, step_sizes, denominator, W, l2, thresholds,
 
 class _TailSum:
     """The running sum of the iterates after steps ⌊T/2⌋+1..T of the stack ``W`` (updated in
-    place by the step loop), as an ``on_step`` hook that then calls ``then``."""
+    place by the step loop), as an ``on_step`` hook that then calls ``then``; with
+    ``average="auto"`` also the sums of the blocks :func:`noisysgd.train.release.mean_reversion`
+    reads, per replica."""
 
     def __init__(self, W, steps: int, then, average):
-        if not isinstance(average, bool):
-            raise ValueError(f"average must be True or False. Found {average!r}.")
-        self.W, self.first, self.then, self.seen = W, steps // 2 + 1, then, 0
+        if not (isinstance(average, bool) or (isinstance(average, str) and average == "auto")):
+            raise ValueError(f"average must be True, False or 'auto'. Found {average!r}.")
+        self.W, self.steps, self.first, self.then, self.seen = W, steps, steps // 2 + 1, then, 0
+        self.average = average
         self.total = np.zeros(W.shape) if average else None
+        auto = average == "auto"
+        self.blocks = [np.zeros(W.shape) for _ in range(FIRST_BLOCK, BLOCKS)] if auto else None
+        self.counts = [0] * (BLOCKS - FIRST_BLOCK)
 
     def step(self):
         self.seen += 1
         if self.seen >= self.first:
             np.add(self.total, self.W, out=self.total)
+        if self.blocks is not None:
+            j = block_of(self.seen, self.steps) - FIRST_BLOCK
+            if j >= 0:
+                np.add(self.blocks[j], self.W, out=self.blocks[j])
+                self.counts[j] += 1
         if self.then is not None:
             self.then()
 
-    def mean(self, steps: int):
-        return (self.total / (steps - self.first + 1)).astype(self.W.dtype)
+    def released(self, steps: int):
+        """(the released stack, the per-replica statistic or None): the tail mean (True), or per
+        replica the tail mean where its block means revert and the last iterate elsewhere ("auto")."""
+        mean = self.total / (steps - self.first + 1)
+        if self.average is True:
+            return mean.astype(self.W.dtype), None
+        if steps < MIN_STEPS:
+            return self.W, None
+        stats = [mean_reversion([b[r] / c for b, c in zip(self.blocks, self.counts)]) for r in range(self.W.shape[0])]
+        out = self.W.copy()
+        for r, c in enumerate(stats):
+            if c < 0:
+                out[r] = mean[r].astype(self.W.dtype)
+        return out, stats
 
 
 # --------------------------------------------------------------------------- public
@@ -352,7 +376,7 @@ def train_replicas(
     dtype=np.float64,
     analyses=None,
     on_step=None,
-    average: bool = False,
+    average: bool | str = False,
 ) -> ReplicaResult:
     """R independent runs of the Noisy-SGD ``run`` describes, vectorised.
 
@@ -360,7 +384,10 @@ def train_replicas(
     (no ``callback``, no ``record``), plus ``replicas`` = R ≥ 1 and
     ``on_step``, called with no argument after every step (progress).
     ``average``: each replica's ``coef`` is the mean of its iterates after steps
-    ⌊T/2⌋+1..T (what ``release="tail-average"`` releases) instead of the last.
+    ⌊T/2⌋+1..T (what ``release="tail-average"`` releases) instead of the last; "auto": that
+    mean for the replicas whose iterates settled and the last for the others, as
+    ``release="auto"`` decides under a composition certificate (the caller's to check: this
+    function applies the rule whatever the run's certificate).
     ``random_state``: None, an int or a Generator (one set of streams shared
     by the replicas), or a sequence of R of those (replica r then reproduces
     ``train(..., random_state=random_state[r])``); see the module docstring.
@@ -437,8 +464,9 @@ def train_replicas(
     steps = _core(loss, Xbar, Y, batches=batches, step_sizes=run.step_sizes(), denominator=run.batch_size,
                   W=W, l2=run.strong_convexity, thresholds=thresholds, noise_std=noise_std,
                   radius=radius, noise_draw=noise_draw, on_step=tail.step if average else on_step)
+    stats = None
     if average:
-        W = tail.mean(steps)
+        W, stats = tail.released(steps)
     enforced = {
         **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
@@ -451,5 +479,8 @@ def train_replicas(
         else "shared streams, vectorised over replicas",
         "seconds": time.perf_counter() - started,
     }
+    if average == "auto":  # which replicas released their tail mean (the rule's statistic per replica)
+        enforced["release"] = {"rule": "auto", "statistics": stats,
+                               "averaged": 0 if stats is None else sum(c < 0 for c in stats)}
     return ReplicaResult(coef=W.reshape((R,) + shape), replicas=R, steps=steps, enforced=enforced,
                          run=run, loss=loss, feature_clip=p.feature_clip)
