@@ -679,6 +679,12 @@ def test_cli_audit_text_and_json(capsys):
     assert data["threshold"] == 0.0 and data["calibration_runs_per_dataset"] == 0
     assert data["certified_by"] == "altschuler-talwar" and data["violation"] is False
     assert data["lower_bound"]["negatives"] == 1000 and data["delta"] == 1e-5
+    status = _main(["audit", "--adversary", "at-1d", "--runs", "500", "--seed", "3", "--batching", "poisson",
+                    "--batch-size", "2", "--steps", "64", "--lr", "4", "--noise-multiplier", "6",
+                    "--average", "auto", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0 and data["certified_by"] in ("composition", "composition-pld")
+    assert "average='auto'" in data["statistic"]
     status = _main(["audit", "--adversary", "canary", "--n", "60", "--steps", "20", "--runs", "300",
                     "--seed", "1", "--json"])
     data = json.loads(capsys.readouterr().out)

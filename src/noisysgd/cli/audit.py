@@ -104,8 +104,9 @@ def add_arguments(p) -> None:
     g.add_argument("--noise-multiplier", type=float, help="z: noise std z*L/b on the mean gradient")
     g.add_argument("--diameter", type=float, help="D: the iterates are projected onto the ball of diameter D")
     g.add_argument("--no-diameter", action="store_true", help="no projection (canary only)")
-    g.add_argument("--average", action="store_true",
-                   help="at-1d: release (and test) the mean of the second half of the iterates; composition certifies")
+    g.add_argument("--average", nargs="?", const="yes", choices=("yes", "auto", "no"), default="no",
+                   help="at-1d: release (and test) the mean of the second half of the iterates (yes, the flag "
+                        "alone), or per run what average='auto' releases (auto); composition certifies")
     g.add_argument("--adjacency", choices=("replace", "add-remove"), default="replace",
                    help="replace (default); add-remove (at-1d only; poisson batches, --n the public size): D = D' "
                         "without its last example")
@@ -185,9 +186,9 @@ def _build(args):
         run = at_1d_run(n=n, batch_size=b, batching=batching, steps=steps, learning_rate=get("lr"),
                         noise_multiplier=z, diameter=diameter, lipschitz=get("lipschitz"),
                         smoothness=args.smoothness, adjacency=args.adjacency)
-        extra = dict(variant=get("variant"), average=args.average)
+        extra = dict(variant=get("variant"), average={"yes": True, "no": False, "auto": "auto"}[args.average])
     else:
-        if args.average:
+        if args.average != "no":
             raise ValueError("--average applies to --adversary at-1d only.")
         if args.adjacency != "replace":
             raise ValueError("--adjacency add-remove applies to --adversary at-1d only (the canary pairs are "
