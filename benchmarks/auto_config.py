@@ -98,6 +98,13 @@ def load(name, seed, fashion_dir=None):
     raise ValueError(f"unknown data set {name!r}")
 
 
+def released(clf) -> dict:
+    """What a fitted classifier released under ``average="auto"``: {"released": "last" or
+    "tail-average", "release_statistic": the iterates' mean-reversion statistic or None}."""
+    rule = clf.privacy_report_["certificate"].get("trainer_enforced", {}).get("release") or {}
+    return {"released": rule.get("released", "last"), "release_statistic": rule.get("statistic")}
+
+
 def _private(Xtr, Xte, ytr, yte, eps, seed, **params):
     from noisysgd import NoisySGDClassifier
 
@@ -117,6 +124,7 @@ def _private(Xtr, Xte, ytr, yte, eps, seed, **params):
         "legacy_proxy": next((c["proxy"] for c in cfg.get("candidates", []) if c.get("legacy")), None),
         "curvature_ratio": (cfg.get("assumptions") or {}).get("curvature_ratio"),
         "clip_factor": (cfg.get("clip") or {}).get("clip_factor"),
+        **released(clf),
         "seconds": time.perf_counter() - t,
         "warnings": sorted({w.category.__name__ for w in caught}),
     }
@@ -182,8 +190,9 @@ _REGIME_SETS = (("digits", "digits"), ("breast_cancer", "breast_cancer"), ("synt
 
 
 def _chosen_text(c: dict | None) -> str:
-    """What the search chose (one seed's run): the regime, batch size, epochs, step size, and the private
-    curvature's share of the worst-case smoothness where it was asked."""
+    """What the search chose (one seed's run): the regime, batch size, epochs, step size, the private
+    curvature's share of the worst-case smoothness where it was asked, and the tail average where
+    ``average="auto"`` released it."""
     if not c:
         return "—"
     composition = c.get("regime") == "amplified composition" or (
@@ -195,6 +204,8 @@ def _chosen_text(c: dict | None) -> str:
         text += f", clipped at {c['clip_factor']:g} L"
     if c.get("curvature_ratio") is not None:
         text += f", λ̂/R̄² = {c['curvature_ratio']:.2f}"
+    if c.get("released") == "tail-average":  # average="auto" found the iterates settled
+        text += f", tail average (c = {c['release_statistic']:.2f})"
     return text
 
 

@@ -144,7 +144,12 @@ def _fit(Xtr, ytr, Xte, yte, *, k, batch_size, epochs, lr, epsilon, seed, center
 def _defaults(splits, k, adjacency, seeds=SEEDS) -> dict:
     """noisysgd's defaults on the same splits: NoisySGDClassifier(epsilon, classes declared,
     random_state=seed), under add/remove with public_n = the training rows."""
+    import sys
+
     from noisysgd import NoisySGDClassifier
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from auto_config import released
 
     extra = {"adjacency": "add-remove", "public_n": None} if adjacency == "add-remove" else {}
     rows = {}
@@ -158,7 +163,7 @@ def _defaults(splits, k, adjacency, seeds=SEEDS) -> dict:
             chosen.append({**{key: cfg["chosen"].get(key) for key in ("regime", "batching", "batch_size", "epochs")},
                            "alpha": clf.run_.strong_convexity, "learning_rate": clf.run_.learning_rate,  # as trained
                            "clip_factor": (cfg.get("clip") or {}).get("clip_factor"),
-                           "curvature_ratio": cfg["assumptions"].get("curvature_ratio")})
+                           "curvature_ratio": cfg["assumptions"].get("curvature_ratio"), **released(clf)})
         rows[f"{eps:g}"] = {"mean": float(np.mean(accs)), "std": float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
                             "seeds": accs, "chosen": chosen}
         print(f"  noisysgd defaults ({adjacency}) eps {eps:g}: {np.mean(accs):.3f} ± {rows[f'{eps:g}']['std']:.3f}",
