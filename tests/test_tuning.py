@@ -440,6 +440,25 @@ def test_cli_writes_all_outputs(cancer, tmp_path):
     assert metrics["runs_drawn"] == cert["runs_drawn"] and model["classes"] == [0, 1]
 
 
+def test_cli_candidates_are_configured_as_the_estimators_tuner_configures_them(cancer, tmp_path):
+    """noisysgd tune without schedule flags plans every candidate as NoisySGDClassifierCV with the
+    default NoisySGDClassifier does (the regime search, the clip of clip_norm="auto"): the same runs."""
+    X, y = cancer
+    data = tmp_path / "bc.npz"
+    np.savez(data, X=X, y=y)
+    out = tmp_path / "out"
+    assert _cli([str(data), "--target", "y", "--out", str(out), "--grid", "learning_rate=auto,max",
+                 "--classes", "0,1", "--epsilon", "2", "--seed", "0"]) == 0
+    cli_runs = [c["run"] for c in json.loads((out / "certificate.json").read_text())["candidates"]]
+    cv = noisysgd.NoisySGDClassifierCV({"learning_rate": ["auto", "max"]},
+                                       estimator=noisysgd.NoisySGDClassifier(classes=[0, 1]), epsilon=2.0,
+                                       random_state=0).fit(X, y)
+    assert cli_runs == [c["run"] for c in cv.privacy_report_["candidates"]]
+    # not the fixed legacy schedule (100 cyclic epochs of 256 at alpha 0.01) the command had before
+    assert not any(r["batching"] == "cyclic" and r["batch_size"] == 256 and r["strong_convexity"] == 0.01
+                   for r in cli_runs)
+
+
 def test_cli_bad_grid_is_one_value_error(tmp_path):
     from noisysgd.cli.tune import parse_grid
 

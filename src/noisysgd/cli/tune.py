@@ -26,7 +26,7 @@ import numpy as np
 from ..io import check_output_dir, load_table
 from ..model import model_document
 from ..run import BATCHING_SCHEMES
-from .train import _declared_classes, _float_or_auto, _learning_rate
+from .train import _declared_classes, _float_or_auto, _int_or_auto, _learning_rate
 from .common import add_categorical_flag, categorical_arg, write_outputs
 
 __all__ = ["add_arguments", "cmd_tune", "parse_grid"]
@@ -113,15 +113,20 @@ def add_arguments(p) -> None:
                         "are taken from the data, which the certificate does not cover (a warning says so)")
     p.add_argument("--loss", choices=("auto", "softmax", "ovr"), default="auto",
                    help="multiclass loss (two classes: logistic)")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--batching", default="cyclic", choices=BATCHING_SCHEMES)
+    p.add_argument("--epochs", type=_int_or_auto, default="auto",
+                   help="passes over the data, or auto (default: with --batch-size, --batching, --alpha and "
+                        "--clip-norm, chosen per candidate as noisysgd train chooses them, from public quantities "
+                        "only: the training part's size, d, the classes, the tuning's epsilon and delta)")
+    p.add_argument("--batch-size", type=_int_or_auto, default="auto", help="default auto")
+    p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
     p.add_argument("--lr", default="auto", help="step size, auto or max")
-    p.add_argument("--alpha", type=float, default=0.01, help="L2 regularization lambda")
+    p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
     p.add_argument("--feature-clip", type=float, default=1.0)
     p.add_argument("--intercept-scaling", type=_float_or_auto, default="auto", metavar="S|auto",
                    help="the bias coordinate of every clipped feature vector (auto = feature clip / 4)")
-    p.add_argument("--clip-norm", type=float)
+    p.add_argument("--clip-norm", type=_float_or_auto, default="auto", metavar="L|auto",
+                   help="per-example gradient clipping norm; auto: none, except a candidate the search chose for "
+                        "amplified composition, clipped at 0.3 of the natural Lipschitz constant")
     p.add_argument("--diameter", type=float)
     p.add_argument("--seed", type=int, help="random seed (default: fresh entropy)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
