@@ -107,15 +107,11 @@ def add_arguments(p) -> None:
     privacy.add_argument("--noise-multiplier", type=float,
                          help="train with this noise multiplier and report epsilon instead")
     p.add_argument("--delta", type=float, help="delta in (0, 1) (default min(1e-5, 1/(10 n)))")
-    p.add_argument("--epochs", type=_int_or_auto, default="auto",
-                   help="passes over the data, or auto (default: chosen with --batch-size, --batching and "
-                        "--alpha from public quantities: n, d, classes, epsilon, delta, the loss constants; and on data "
-                        "large enough a private curvature estimate, charged to the certificate)")
-    p.add_argument("--batch-size", type=_int_or_auto, default="auto", help="capped at n; ignored for full (default auto)")
-    p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
-    p.add_argument("--lr", default="auto",
-                   help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
-    p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
+    add_schedule_flags(p, epochs_help="from public quantities: n, d, classes, epsilon, delta, the loss constants; "
+                                      "and on data large enough a private curvature estimate, charged to the "
+                                      "certificate)",
+                       batch_help="capped at n; ignored for full (default auto)",
+                       lr_help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
     p.add_argument("--feature-range", metavar="LOW,HIGH|private",
                    help="scale every feature from [LOW, HIGH] (public bounds, no privacy cost), or 'private': "
                         "ranges from a differentially private query spending 10%% of epsilon and delta (the "
@@ -362,6 +358,18 @@ def _params(args, epsilon, delta) -> dict:
             p["epochs"], p["alpha"]):
         p["batch_size"] = 256  # a minibatch scheme with nothing else left to choose: the former default
     return p
+
+
+def add_schedule_flags(p, *, epochs_help: str, batch_help: str, lr_help: str) -> None:
+    """--epochs, --batch-size, --batching, --lr and --alpha, each "auto" by default (noisysgd train and
+    tune: the automatic configuration chooses them together; ``epochs_help`` ends its help)."""
+    p.add_argument("--epochs", type=_int_or_auto, default="auto",
+                   help="passes over the data, or auto (default: chosen with --batch-size, --batching and --alpha "
+                        + epochs_help)
+    p.add_argument("--batch-size", type=_int_or_auto, default="auto", help=batch_help)
+    p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
+    p.add_argument("--lr", default="auto", help=lr_help)
+    p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
 
 
 def _schedule(args, loss, n: int, d: int, epsilon, delta=None, curvature=None) -> tuple[Schedule, dict]:

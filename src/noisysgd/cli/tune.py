@@ -25,8 +25,7 @@ import numpy as np
 
 from ..io import check_output_dir, load_table
 from ..model import model_document
-from ..run import BATCHING_SCHEMES
-from .train import _declared_classes, _float_or_auto, _int_or_auto, _learning_rate
+from .train import _declared_classes, _float_or_auto, _learning_rate, add_schedule_flags
 from .common import add_categorical_flag, categorical_arg, write_outputs
 
 __all__ = ["add_arguments", "cmd_tune", "parse_grid"]
@@ -113,14 +112,10 @@ def add_arguments(p) -> None:
                         "are taken from the data, which the certificate does not cover (a warning says so)")
     p.add_argument("--loss", choices=("auto", "softmax", "ovr"), default="auto",
                    help="multiclass loss (two classes: logistic)")
-    p.add_argument("--epochs", type=_int_or_auto, default="auto",
-                   help="passes over the data, or auto (default: with --batch-size, --batching, --alpha and "
-                        "--clip-norm, chosen per candidate as noisysgd train chooses them, from public quantities "
-                        "only: the training part's size, d, the classes, the tuning's epsilon and delta)")
-    p.add_argument("--batch-size", type=_int_or_auto, default="auto", help="default auto")
-    p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
-    p.add_argument("--lr", default="auto", help="step size, auto or max")
-    p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
+    add_schedule_flags(p, epochs_help="(and --clip-norm) per candidate as noisysgd train chooses them, from public "
+                                      "quantities only: the training part's size, d, the classes, the tuning's "
+                                      "epsilon and delta)",
+                       batch_help="default auto", lr_help="step size, auto or max")
     p.add_argument("--feature-clip", type=float, default=1.0)
     p.add_argument("--intercept-scaling", type=_float_or_auto, default="auto", metavar="S|auto",
                    help="the bias coordinate of every clipped feature vector (auto = feature clip / 4)")

@@ -344,19 +344,19 @@ class _TailSum:
             self.then()
 
     def released(self, steps: int):
-        """(the released stack, the per-replica statistic or None): the tail mean (True), or per
-        replica the tail mean where its block means revert and the last iterate elsewhere ("auto")."""
+        """(the released stack, None or "auto"'s record): the tail mean (True), or per replica the
+        tail mean where its block means revert and the last iterate elsewhere ("auto")."""
         mean = self.total / (steps - self.first + 1)
         if self.average is True:
             return mean.astype(self.W.dtype), None
         if steps < MIN_STEPS:
-            return self.W, None
+            return self.W, {"rule": "auto", "statistics": None, "averaged": 0}
         stats = [mean_reversion([b[r] / c for b, c in zip(self.blocks, self.counts)]) for r in range(self.W.shape[0])]
         out = self.W.copy()
         for r, c in enumerate(stats):
             if c < 0:
                 out[r] = mean[r].astype(self.W.dtype)
-        return out, stats
+        return out, {"rule": "auto", "statistics": stats, "averaged": sum(c < 0 for c in stats)}
 
 
 # --------------------------------------------------------------------------- public
@@ -464,9 +464,7 @@ def train_replicas(
     steps = _core(loss, Xbar, Y, batches=batches, step_sizes=run.step_sizes(), denominator=run.batch_size,
                   W=W, l2=run.strong_convexity, thresholds=thresholds, noise_std=noise_std,
                   radius=radius, noise_draw=noise_draw, on_step=tail.step if average else on_step)
-    stats = None
-    if average:
-        W, stats = tail.released(steps)
+    W, record = tail.released(steps) if average else (W, None)
     enforced = {
         **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
@@ -479,8 +477,7 @@ def train_replicas(
         else "shared streams, vectorised over replicas",
         "seconds": time.perf_counter() - started,
     }
-    if average == "auto":  # which replicas released their tail mean (the rule's statistic per replica)
-        enforced["release"] = {"rule": "auto", "statistics": stats,
-                               "averaged": 0 if stats is None else sum(c < 0 for c in stats)}
+    if record is not None:  # average="auto": which replicas released their tail mean, and the statistics
+        enforced["release"] = record
     return ReplicaResult(coef=W.reshape((R,) + shape), replicas=R, steps=steps, enforced=enforced,
                          run=run, loss=loss, feature_clip=p.feature_clip)
