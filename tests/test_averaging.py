@@ -398,3 +398,15 @@ def test_auto_is_the_classifiers_default_and_the_tuners_final_iterate(tmp_path, 
         assert got == expected
     assert cli_main(["train", str(data), "--target", "y", "--out", str(tmp_path / "x"), "--average", "maybe"]) == 2
     assert "--average" in capsys.readouterr().err
+
+
+def test_auto_release_refuses_to_decide_on_missing_iterates():
+    """A statistic over blocks the engine did not fill completely is refused, not computed."""
+    from noisysgd.train.release import AutoRelease
+
+    rule = AutoRelease(64, None)
+    for t in range(1, 65):
+        if t != 40:  # one step of block 4 never reported
+            rule(t, np.array([float(t % 3)]))
+    with pytest.raises(RuntimeError, match="block means saw"):
+        rule.statistic()

@@ -117,6 +117,10 @@ class AutoRelease(TailAverage):
         super().__call__(t, W)
 
     def statistic(self) -> float:
+        expected = [sum(1 for t in range(1, self.steps + 1) if block_of(t, self.steps) == j) for j in range(BLOCKS)]
+        if self.counts[FIRST_BLOCK:] != expected[FIRST_BLOCK:]:  # every step of the blocks read was seen
+            raise RuntimeError(f"the block means saw {self.counts[FIRST_BLOCK:]} iterates of "
+                               f"{expected[FIRST_BLOCK:]}")
         return mean_reversion([self.sums[j] / self.counts[j] for j in range(FIRST_BLOCK, BLOCKS)])
 
     def released(self, result: TrainResult, rests_on=()) -> TrainResult:
