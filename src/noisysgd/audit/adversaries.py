@@ -26,6 +26,7 @@ import numpy as np
 from ..run import Run
 from ..train.losses import BinaryLogistic
 from ..progress import bar
+from ..train.release import check_average
 from ..train.replicas import train_replicas
 from .losses import Linear
 from .stats import EpsilonLowerBound, Threshold, choose_threshold, evaluate_threshold
@@ -357,8 +358,7 @@ def audit_at_1d(
     X, y, y_prime = at_1d_datasets(run.n, lipschitz=run.lipschitz, variant=variant)
     loss = Linear()
 
-    if not (isinstance(average, bool) or (isinstance(average, str) and average == "auto")):
-        raise ValueError(f"average must be True, False or 'auto'. Found {average!r}.")
+    check_average(average)
     if average:  # the released output is a function of every iterate: composition alone certifies it
         # ("auto" averages only under such a certificate: audited there, per replica as the rule decides)
         certify = _every_iterate(certify)

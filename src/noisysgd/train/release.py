@@ -63,9 +63,45 @@ def mean_reversion(block_means) -> float:
     return max(-1.0, min(1.0, num / den)) if den > 0 else 0.0
 
 
+def settled(c: float) -> bool:
+    """The rule's threshold: the iterates settled where the increments anticorrelate, c < 0."""
+    return c < 0
+
+
 def block_of(t: int, steps: int) -> int:
     """The block (0 … BLOCKS − 1) of the 1-indexed step ``t`` of ``steps``."""
     return (t - 1) * BLOCKS // steps
+
+
+def check_average(average):
+    """``average`` as the trainers take it: True, False or "auto" (else a ValueError naming it)."""
+    if isinstance(average, bool) or (isinstance(average, str) and average == "auto"):
+        return average
+    raise ValueError(f"average must be True, False or 'auto'. Found {average!r}.")
+
+
+class BlockSums:
+    """The sums of the iterates of blocks FIRST_BLOCK … BLOCKS − 1 of a ``steps``-step run (``add`` after
+    every step; W of any shape, e.g. a stack of replicas), and their means once every step was seen."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+        self.sums = [None] * BLOCKS
+        self.counts = [0] * BLOCKS
+
+    def add(self, t: int, W) -> None:
+        j = block_of(t, self.steps)
+        if j >= FIRST_BLOCK:
+            W64 = np.asarray(W, dtype=np.float64)
+            self.sums[j] = W64.copy() if self.sums[j] is None else self.sums[j] + W64
+            self.counts[j] += 1
+
+    def means(self) -> list:
+        expected = [sum(1 for t in range(1, self.steps + 1) if block_of(t, self.steps) == j) for j in range(BLOCKS)]
+        if self.counts[FIRST_BLOCK:] != expected[FIRST_BLOCK:]:  # every step of the blocks read was seen
+            raise RuntimeError(f"the block means saw {self.counts[FIRST_BLOCK:]} iterates of "
+                               f"{expected[FIRST_BLOCK:]}")
+        return [self.sums[j] / self.counts[j] for j in range(FIRST_BLOCK, BLOCKS)]
 
 
 class TailAverage:
@@ -105,23 +141,14 @@ class AutoRelease(TailAverage):
 
     def __init__(self, steps: int, then: Callable | None):
         super().__init__(steps, then)
-        self.sums = [None] * BLOCKS
-        self.counts = [0] * BLOCKS
+        self.blocks = BlockSums(steps)
 
     def __call__(self, t, W):
-        j = block_of(t, self.steps)
-        if j >= FIRST_BLOCK:
-            W64 = np.asarray(W, dtype=np.float64)
-            self.sums[j] = W64.copy() if self.sums[j] is None else self.sums[j] + W64
-            self.counts[j] += 1
+        self.blocks.add(t, W)
         super().__call__(t, W)
 
     def statistic(self) -> float:
-        expected = [sum(1 for t in range(1, self.steps + 1) if block_of(t, self.steps) == j) for j in range(BLOCKS)]
-        if self.counts[FIRST_BLOCK:] != expected[FIRST_BLOCK:]:  # every step of the blocks read was seen
-            raise RuntimeError(f"the block means saw {self.counts[FIRST_BLOCK:]} iterates of "
-                               f"{expected[FIRST_BLOCK:]}")
-        return mean_reversion([self.sums[j] / self.counts[j] for j in range(FIRST_BLOCK, BLOCKS)])
+        return mean_reversion(self.blocks.means())
 
     def released(self, result: TrainResult, rests_on=()) -> TrainResult:
         record = {"rule": "auto", "statistic": None}
@@ -129,7 +156,7 @@ class AutoRelease(TailAverage):
         if why is None:
             c = self.statistic()
             record["statistic"] = c
-            if c < 0:
+            if settled(c):
                 record.update(released="tail-average", why=(
                     f"the increments of the means of {BLOCKS} blocks of steps anticorrelate (c = {c:.2f} < 0): the "
                     "iterates fluctuate around a point, and their mean has less noise than the last"))

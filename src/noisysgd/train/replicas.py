@@ -61,7 +61,7 @@ from .engine import (
 )
 from .leaks import check_declared_constants
 from .losses import Loss, _augment
-from .release import BLOCKS, FIRST_BLOCK, MIN_STEPS, block_of, mean_reversion
+from .release import MIN_STEPS, BlockSums, check_average, mean_reversion, settled
 
 __all__ = ["ReplicaResult", "train_replicas", "replica_batches"]
 
@@ -322,24 +322,17 @@ class _TailSum:
     reads, per replica."""
 
     def __init__(self, W, steps: int, then, average):
-        if not (isinstance(average, bool) or (isinstance(average, str) and average == "auto")):
-            raise ValueError(f"average must be True, False or 'auto'. Found {average!r}.")
         self.W, self.steps, self.first, self.then, self.seen = W, steps, steps // 2 + 1, then, 0
-        self.average = average
+        self.average = check_average(average)
         self.total = np.zeros(W.shape) if average else None
-        auto = average == "auto"
-        self.blocks = [np.zeros(W.shape) for _ in range(FIRST_BLOCK, BLOCKS)] if auto else None
-        self.counts = [0] * (BLOCKS - FIRST_BLOCK)
+        self.blocks = BlockSums(steps) if average == "auto" else None
 
     def step(self):
         self.seen += 1
         if self.seen >= self.first:
             np.add(self.total, self.W, out=self.total)
         if self.blocks is not None:
-            j = block_of(self.seen, self.steps) - FIRST_BLOCK
-            if j >= 0:
-                np.add(self.blocks[j], self.W, out=self.blocks[j])
-                self.counts[j] += 1
+            self.blocks.add(self.seen, self.W)
         if self.then is not None:
             self.then()
 
@@ -351,12 +344,12 @@ class _TailSum:
             return mean.astype(self.W.dtype), None
         if steps < MIN_STEPS:
             return self.W, {"rule": "auto", "statistics": None, "averaged": 0}
-        stats = [mean_reversion([b[r] / c for b, c in zip(self.blocks, self.counts)]) for r in range(self.W.shape[0])]
+        means = self.blocks.means()
+        stats = [mean_reversion([m[r] for m in means]) for r in range(self.W.shape[0])]
         out = self.W.copy()
-        for r, c in enumerate(stats):
-            if c < 0:
-                out[r] = mean[r].astype(self.W.dtype)
-        return out, {"rule": "auto", "statistics": stats, "averaged": sum(c < 0 for c in stats)}
+        averaged = [r for r, c in enumerate(stats) if settled(c)]
+        out[averaged] = mean[averaged].astype(self.W.dtype)
+        return out, {"rule": "auto", "statistics": stats, "averaged": len(averaged)}
 
 
 # --------------------------------------------------------------------------- public

@@ -396,11 +396,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 "estimator.center must be None or 'auto' for tuning: the tuner trains every candidate on "
                 f"the rows as they are (it does not center them privately). Found {base_params['center']!r}.")
         averages = [base_params.get("average", False)] + [cand["average"] for cand in grid if "average" in cand]
-        if any(a is not False and not is_auto(a) for a in averages):
-            # "auto" (the classifier's default) is read as False: every candidate's final iterate
+        refused = [a for a in averages if a is not False and not is_auto(a)]  # "auto" is read as False
+        if refused:
             raise ValueError("estimator.average must be False or 'auto' for tuning: the tuner accounts and trains "
                              "every candidate's final iterate (an average is certified by composition only). Found "
-                             f"{next(a for a in averages if a is not False and not is_auto(a))!r}.")
+                             f"{refused[0]!r}.")
         if base_params.get("class_weight") is not None or any(cand.get("class_weight") for cand in grid):
             raise ValueError("estimator.class_weight must be None for tuning (the tuner trains and scores every "
                              "candidate unweighted). Found a class_weight.")
