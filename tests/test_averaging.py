@@ -273,7 +273,36 @@ def test_auto_releases_the_mean_of_settled_iterates_within_the_exact_epsilon_of_
     mu_average = (2.0 / n) * abs(w.sum()) / ((z / n) * math.sqrt(float(w @ w)))
     mu_trajectory = 2.0 * math.sqrt(T) / z
     assert mu_average < mu_trajectory
-    assert report.epsilon >= gdp_epsilon_mp(mu_trajectory, DELTA)
+    # composition of T Gaussian steps is exactly the trajectory's μ: tight, equal up to rounding
+    assert report.epsilon >= gdp_epsilon_mp(mu_trajectory, DELTA) * (1 - 1e-9)
+
+
+def test_auto_under_add_remove_stays_within_the_exact_epsilon_of_the_whole_trajectory():
+    """The same settled instance under add/remove (n public, Poisson at rate 1): D has n − 1 rows of
+    slope +1, D' adds one of slope −1, so every mean gradient moves by L/n against noise z·L/n — the
+    trajectory pair is exactly √T/z-GDP (mpmath), which the composition certificate covers; both
+    releases are the tail means of the engine's own iterates on their data, a gap of exactly the AR
+    weights' sum times 1/n apart."""
+    n, T, z, eta, lam = 10, 64, 3.0, 0.5, 1.0
+    run = Run(n=n, batch_size=n, batching="poisson", steps=T, learning_rate=eta, noise_multiplier=z,
+              lipschitz=1.0, strong_convexity=lam, smoothness=lam, adjacency="add-remove")
+    report = noisysgd.epsilon(run, delta=DELTA)
+    assert report.best.analysis in ("composition", "composition-pld")
+    pairs = ((np.zeros((n - 1, 0)), np.ones(n - 1)), (np.zeros((n, 0)), np.r_[np.ones(n - 1), -1.0]))
+    outs = []
+    for X, y in pairs:
+        out = execute(Calibrated(run, report, None), Linear(), X, y, Bounds(feature_clip=1.0, clip_norm=1.0),
+                      Execution(random_state=7), {}, release="auto")
+        seen = []
+        train(run, Linear(), X, y, feature_clip=1.0, random_state=7,
+              analyses=report.certificate()["certificate"]["rests_on"], callback=lambda t, W: seen.append((t, W.copy())))
+        assert _correlation_of_increments(_block_means(seen, T)[2:]) < 0
+        np.testing.assert_allclose(out.coef, np.mean([W for t, W in seen if t >= T // 2 + 1], axis=0), rtol=1e-12)
+        assert out.enforced["release"]["released"] == "tail-average"
+        outs.append(out)
+    w = _ar_weights(T, 1 - eta * lam, eta, T // 2 + 1)
+    assert float(outs[1].coef[0] - outs[0].coef[0]) == pytest.approx((1.0 / n) * abs(w.sum()), rel=1e-9)
+    assert report.epsilon >= gdp_epsilon_mp(math.sqrt(T) / z, DELTA) * (1 - 1e-9)  # tight, up to rounding
 
 
 def test_auto_keeps_the_final_iterate_under_a_hidden_state_certificate_whose_epsilon_an_average_would_exceed():

@@ -1,9 +1,9 @@
 """What a run releases: its final iterate, the mean of its second half, or — ``average="auto"`` —
 the mean where the iterates have settled and the final iterate where they are still travelling.
 
-An average of the iterates is a function of every iterate: post-processing of what the
-composition analyses account (every noisy gradient), and of nothing the hidden-state analyses
-cover (they bound the final iterate alone).  So an average is released only under a certificate
+An average of the iterates is a function of every iterate: post-processing (Dwork & Roth 2014,
+Proposition 2.1) of what the composition analyses account (every noisy gradient, under either
+adjacency), and of nothing the hidden-state analyses cover (they bound the final iterate alone).  So an average is released only under a certificate
 that rests on composition alone (:data:`EVERY_ITERATE`), whatever the rule.
 
 The rule of ``"auto"`` reads nothing but the iterates, so it costs no privacy where an average
