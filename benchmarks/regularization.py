@@ -56,15 +56,8 @@ def trained_rows(est, X) -> np.ndarray:
     """The rows of ``X`` as ``est`` (a fitted NoisySGDClassifier) trained on them: x̄ = (x as
     trained, s), formed (the same map ``predict`` applies)."""
     from noisysgd.train.losses import augment
-    from noisysgd.train.rows import center_rows
 
-    X = np.asarray(X, dtype=float)
-    if getattr(est, "_feature_range", None) is not None:
-        from noisysgd.preprocessing import scale_to_ball
-
-        X = scale_to_ball(X, est._feature_range, est._feature_clip)
-    if getattr(est, "_center", None) is not None:
-        X = center_rows(X, est._center, est._feature_clip)
+    X = est.feature_map_(np.asarray(X, dtype=float))
     res = est.fit_.result
     return augment(X, res.feature_clip, intercept_scaling=res.intercept_scaling, dtype=np.float64)
 

@@ -19,6 +19,7 @@ LAYERS = [
     {"train"},
     {"preprocessing", "private_fit", "model", "params"},
     {"config", "audit", "figures", "curvature"},
+    {"pipeline"},
     {"estimators", "tuning", "demo"},
     {"cli"},
     {"__main__"},

@@ -58,22 +58,20 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .accountant import calibrate, calibrate_with_query
-from .config import CompositionFallbackWarning, configure
-from .curvature import curvature_for
+from .config import CompositionFallbackWarning
+from .pipeline import Declared, auto_intercept_scaling, fit_declared
 from .planning import BASELINES
-from .preprocessing import (_check_feature_range, _warn_about_private_preprocessing, center_rows, combine_queries,
-                            recorded_query, scale_to_ball)
+from .preprocessing import _check_feature_range, _warn_about_private_preprocessing, recorded_query
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
-from .private_fit import (Bounds, Execution, Privacy, Schedule, _learning_rate, default_delta as _default_delta,
-                          fit_private, public_size)
+from .private_fit import Execution, _learning_rate
 
 __all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", "classification_loss",
-           "CompositionFallbackWarning"]
+           "CompositionFallbackWarning", "auto_intercept_scaling"]
 
 #: scikit-learn checks that a differentially private estimator cannot pass,
 #: and why (used by the tests with ``parametrize_with_checks``).
@@ -101,21 +99,6 @@ def classification_loss(n_classes: int, multi_class: str = "softmax"):
     if n_classes == 2:
         return BinaryLogistic()
     return OneVsRestLogistic(n_classes) if multi_class == "ovr" else Softmax(n_classes)
-
-
-#: ``intercept_scaling="auto"`` of the classifier (and of ``noisysgd train``/``tune`` for
-#: classification): the bias coordinate is this fraction of ``feature_clip``.
-AUTO_INTERCEPT_SHARE = 0.25
-
-
-def auto_intercept_scaling(feature_clip: float, task: str = "classification") -> float:
-    """The bias coordinate s that ``intercept_scaling="auto"`` means: R/4 for classification
-    (:class:`NoisySGDClassifier`), 1 for regression (:class:`NoisySGDRegressor`'s default).
-
-    >>> auto_intercept_scaling(2.0), auto_intercept_scaling(2.0, "regression")
-    (0.5, 1.0)
-    """
-    return AUTO_INTERCEPT_SHARE * float(feature_clip) if task == "classification" else 1.0
 
 
 #: The classifier's default ``center``: "private" (:func:`noisysgd.preprocessing.private_center`)
@@ -152,96 +135,66 @@ class _NoisySGDBase(BaseEstimator):
         return check_real(self, "intercept_scaling", value, auto_only=self._INTERCEPT_AUTO)
 
     def _fit(self, X, y, loss, *, target_bound=None):
+        """The private pipeline (:func:`noisysgd.pipeline.fit_declared`) on this estimator's
+        parameters, translated into a :class:`~noisysgd.pipeline.Declared`; sets the fitted
+        attributes and returns the released coefficients."""
         p = self._common()
-        # n: the rows under replace, the declared public_n under add-remove (which needs it)
-        p["n"] = public_size(Privacy(adjacency=p["adjacency"], public_n=p["public_n"]), X.shape[0],
-                             "poisson" if p["batching"] == "auto" else p["batching"])
         _warn_about_private_preprocessing(self)
-        requested = getattr(self, "feature_range", None)
-        center_rule = self._center_rule(p)
-        queries = []
-        recorded = recorded_query(self.checkpoint)  # a resumed fit reuses the queries' answers
-        with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once trained
-            warnings.simplefilter("always")
-            if isinstance(requested, str):
-                frange, q = self._private_ranges(requested, p, X, recorded)
-                queries.append(q)
-            else:
-                frange = _check_feature_range(self, requested, X.shape[1])
-            if frange is not None:
-                X = scale_to_ball(X, frange, p["feature_clip"])
-            center, radius = None, p["feature_clip"]
-            if center_rule == "private":
-                X, center, q = self._private_center(p, X, recorded)
-                queries.append(q)
-            curvature, q = curvature_for(p, X, loss, p["n"], target_bound, seed=self.random_state,  # issue 26
-                                         secure_mode=self.secure_mode, recorded=recorded)
-            queries += [q] if q is not None else []
-        query = combine_queries(queries)
-        n = p["n"]
-        config = configure(p, loss, n, X.shape[1], target_bound, curvature=curvature)
-        b = p["batch_size"]
-        if b is not None and p["batching"] != "full":
-            b = min(b, n)  # fewer examples than a batch: one batch of all of them
-        fit = fit_private(
-            X, y, loss,
-            Schedule(epochs=p["epochs"], batch_size=b, batching=p["batching"], learning_rate=p["learning_rate"],
-                     l2=p["alpha"], initialization=p["initialization"]),
-            Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
-                   clip_norm=p["clip_norm"], diameter=p["diameter"], target_bound=target_bound),
-            Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
-                    adjacency=p["adjacency"], analyses=self.analysis, query=query, public_n=p["public_n"],
-                    release=p["release"]),
+        declared = self._declared(p, X.shape[1], target_bound)
+        out = fit_declared(
+            X, y, loss, declared,
             Execution(random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
                       checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
                       resume=self.checkpoint is not None, keep_checkpoint=False),
-        )
-        for w in deferred:
+            names=getattr(self, "feature_names_in_", None),
+            recorded=recorded_query(self.checkpoint))  # a resumed fit reuses the queries' answers
+        for w in out.deferred:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        fit = out.fit
         self.fit_ = fit
         self.noise_multiplier_ = fit.noise_multiplier
-        self.epsilon_ = fit.epsilon
-        self.delta_ = fit.report.delta
+        self.epsilon_, self.delta_ = fit.total  # the model and the queries (composed by fit_private's certify)
         self.privacy_report_ = fit.certificate
-        self.privacy_report_["config"] = config
-        if query is not None:
-            self.epsilon_, self.delta_ = fit.total  # the model and the query (composed by fit_private's certify)
-            if center_rule == "private" and frange is not None and "feature_range" not in query:
-                self.privacy_report_["preprocessing"]["feature_range"] = "declared public bounds (no privacy cost)"
-        elif frange is not None:
-            self.privacy_report_["preprocessing"] = {
-                "feature_range": "declared public bounds (no privacy cost): each feature clipped to "
-                                 "[low, high], mapped to [-1, 1] and scaled by feature_clip/sqrt(d)"}
         self.run_ = fit.run
-        self.n_iter_ = p["epochs"]
-        self._feature_range = frange
-        self._feature_clip = radius  # the clip of the rows scale_to_ball maps, before any centering
-        self._center = center
-        self.center_ = center
-        self.feature_clip_ = p["feature_clip"]  # the clip of the training rows (after centering: R_c)
-        self.intercept_scaling_ = p["intercept_scaling"]
+        self.n_iter_ = out.schedule.epochs
+        fmap = out.feature_map
+        self.feature_map_ = fmap  # raw rows to the rows as trained on (public: the queries' answers, bounds)
+        self._feature_range = fmap.ranges
+        self._feature_clip = fmap.clip  # the clip of the rows the ranges map, before any centering
+        self.center_ = fmap.center
+        self.feature_clip_ = out.feature_clip  # the clip of the training rows (after centering: R_c)
+        self.intercept_scaling_ = out.intercept_scaling
         if p["epsilon"] is not None:
-            self._warn_if_composition(fit, p, loss, target_bound, query)
+            self._warn_if_composition(fit, {"epochs": out.schedule.epochs, "learning_rate": out.schedule.learning_rate,
+                                            "epsilon": fit.certificate["calibration"]["target_epsilon"]},
+                                      loss, target_bound, out.query)
         return fit.result.coef
 
-    def _private_ranges(self, requested, p, X, recorded=None):
-        """``feature_range="private"``: ranges from a DP query spending PRIVATE_RANGE_SHARE of
-        (epsilon, delta); ``p``'s target is lowered to the rest (its share under basic composition;
-        fit_private then calibrates to the composed total, see its ``composed_with``)."""
-        if requested != "private":
-            raise param_error(self, "feature_range", requested,
-                               "None, a pair (low, high) of public bounds, or 'private'")
-        if p["epsilon"] is None:
-            raise param_error(self, "feature_range", requested,
-                               "None or public bounds when noise_multiplier is given ('private' spends a "
-                               "share of epsilon, so it needs epsilon)")
-        from .preprocessing import private_ranges_within
-
-        delta = p["delta"] if p["delta"] is not None else _default_delta(p["n"])
-        frange, details, p["epsilon"], p["delta"] = private_ranges_within(
-            X, p["epsilon"], delta, adjacency=p["adjacency"], seed=self.random_state, secure_mode=self.secure_mode,
-            recorded=recorded)
-        return frange, details
+    def _declared(self, p: dict, d: int, target_bound) -> Declared:
+        """The parameters checked (``p``: :func:`noisysgd.params.check_common`) as the pipeline's
+        :class:`~noisysgd.pipeline.Declared`: ``feature_range`` and ``center`` checked here, where
+        the messages can name them."""
+        requested = getattr(self, "feature_range", None)
+        if isinstance(requested, str):
+            if requested != "private":
+                raise param_error(self, "feature_range", requested,
+                                  "None, a pair (low, high) of public bounds, or 'private'")
+            if p["epsilon"] is None:
+                raise param_error(self, "feature_range", requested,
+                                  "None or public bounds when noise_multiplier is given ('private' spends a "
+                                  "share of epsilon, so it needs epsilon)")
+            frange = requested
+        else:
+            frange = _check_feature_range(self, requested, d)
+        return Declared(
+            task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
+            epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"], epochs=p["epochs"],
+            batch_size=p["batch_size"], batching=p["batching"], learning_rate=p["learning_rate"], alpha=p["alpha"],
+            feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
+            intercept_auto=is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO, clip_norm=p["clip_norm"],
+            diameter=p["diameter"], target_bound=target_bound, adjacency=p["adjacency"], public_n=p["public_n"],
+            analyses=self.analysis, release=p["release"], initialization=p["initialization"],
+            feature_range=frange, center=self._center_rule(p))
 
     def _center_rule(self, p) -> str | None:
         """``center`` checked and resolved: None or "private" ("auto": "private" when a target
@@ -257,24 +210,6 @@ class _NoisySGDBase(BaseEstimator):
                                    "of epsilon, so it needs epsilon)")
             return rule
         raise param_error(self, "center", rule, "None, 'private' or 'auto'")
-
-    def _private_center(self, p, X, recorded=None):
-        """``center="private"``: the rows clipped to ``feature_clip`` minus a DP mean (``private_center_within``),
-        clipped to the R_c it gives, the training's feature clip (``intercept_scaling="auto"``: it sets the bias
-        coordinate); ``p``'s target is lowered to the rest as for private ranges. The rows are not formed."""
-        from .preprocessing import private_center_within
-        from .train.rows import CenteredRows
-
-        delta = p["delta"] if p["delta"] is not None else _default_delta(p["n"])
-        center, clip, details, p["epsilon"], p["delta"] = private_center_within(
-            X, p["epsilon"], delta, radius=p["feature_clip"], adjacency=p["adjacency"], seed=self.random_state,
-            secure_mode=self.secure_mode, recorded=recorded, names=getattr(self, "feature_names_in_", None))
-        if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-            X = CenteredRows(X, center, p["feature_clip"])  # described: the trainer reads X itself
-            if is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO:
-                p["intercept_scaling"] = auto_intercept_scaling(clip)
-            p["feature_clip"] = clip
-        return X, center, details
 
     def _warn_if_composition(self, fit, p, loss, target_bound, query=None):
         """One :class:`CompositionFallbackWarning` when the calibration ended on a
@@ -388,11 +323,8 @@ class _NoisySGDBase(BaseEstimator):
         return np.concatenate([self._block_scores(X[i:i + step]) for i in range(0, X.shape[0], step)])
 
     def _block_scores(self, X):
-        if getattr(self, "_feature_range", None) is not None:
-            X = scale_to_ball(X, self._feature_range, self._feature_clip)
-        if getattr(self, "_center", None) is not None:
-            X = center_rows(X, self._center, self._feature_clip)
-        return self.fit_.result.scores(X)
+        fmap = getattr(self, "feature_map_", None)
+        return self.fit_.result.scores(X if fmap is None else fmap(X))
 
 
 class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):

@@ -47,7 +47,8 @@ from ..train import ClassWeighted, Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint
 from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message,
                                  near_chance, near_chance_message)
-from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private, public_size
+from ..pipeline import Declared, auto_intercept_scaling, fit_declared
+from ..private_fit import Execution
 from .common import add_categorical_flag, categorical_arg, write_outputs
 
 __all__ = ["add_arguments", "cmd_train"]
@@ -321,30 +322,52 @@ _int_or_auto = _or_auto(int, "a whole number")
 _float_or_auto = _or_auto(float, "a number")
 
 
-def _feature_range(args, X, epsilon, n: int):
-    """(ranges, query details or None, epsilon and delta left for training) for --feature-range."""
-    from ..preprocessing import private_ranges_within
-    from ..rdp import validate_delta
-    from ..run import _real
-    from ..private_fit import default_delta
-
+def _feature_range(args, d: int, epsilon):
+    """--feature-range as the pipeline's declaration: None, "private" or public (low, high) arrays."""
+    if args.feature_range is None:
+        return None
     text = args.feature_range.strip()
     if text == "private":
         if epsilon is None:
             raise ValueError("--feature-range private spends a share of --epsilon; it cannot be combined with "
                              "--noise-multiplier.")
-        _real("epsilon", epsilon)
-        delta = default_delta(n) if args.delta is None else validate_delta(args.delta)
-        return private_ranges_within(X, epsilon, delta, adjacency=args.adjacency, seed=args.seed,
-                                     secure_mode=args.secure_mode, recorded=_recorded(args))
+        return "private"
     try:
         low, high = (float(v) for v in text.split(","))
     except ValueError:
         raise ValueError(f"--feature-range must be LOW,HIGH (two numbers) or 'private'. Found {text!r}.") from None
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise ValueError(f"--feature-range must have finite LOW < HIGH. Found {text!r}.")
-    d = X.shape[1]
-    return (np.full(d, low), np.full(d, high)), None, epsilon, args.delta
+    return np.full(d, low), np.full(d, high)
+
+
+def _center_rule(args, epsilon) -> str | None:
+    """--center resolved: "private", or None (auto: private for classification with --epsilon)."""
+    if args.center == "private":
+        if epsilon is None:
+            raise ValueError("--center private spends a share of --epsilon; it cannot be combined with "
+                             "--noise-multiplier (use --center none).")
+        return "private"
+    if args.center == "auto" and args.task == "classification" and epsilon is not None:
+        return "private"
+    return None
+
+
+def declared(args, d: int, epsilon, *, queries: bool = True) -> Declared:
+    """``noisysgd train``'s flags as the pipeline's :class:`~noisysgd.pipeline.Declared` (checked
+    here, where the messages name the flags); ``queries=False``: no private preprocessing (a
+    data-parallel rank, which holds its shard only)."""
+    _check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
+    p = _params(args, epsilon, args.delta)
+    return Declared(
+        task=args.task, epsilon=epsilon, delta=args.delta, noise_multiplier=args.noise_multiplier,
+        epochs=p["epochs"], batch_size=p["batch_size"], batching=p["batching"], learning_rate=p["learning_rate"],
+        alpha=p["alpha"], feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
+        intercept_auto=args.intercept_auto, clip_norm=args.clip_norm, diameter=args.diameter,
+        target_bound=args.target_bound, adjacency=args.adjacency, public_n=args.public_n,
+        analyses=args.analysis or "best", release=_RELEASE[args.average], initialization=args.initialization,
+        feature_range=_feature_range(args, d, epsilon) if queries else None,
+        center=_center_rule(args, epsilon) if queries else None)
 
 
 def _params(args, epsilon, delta) -> dict:
@@ -372,42 +395,8 @@ def add_schedule_flags(p, *, epochs_help: str, batch_help: str, lr_help: str) ->
     p.add_argument("--alpha", type=_float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
 
 
-def _schedule(args, loss, n: int, d: int, epsilon, delta=None, curvature=None) -> tuple[Schedule, dict]:
-    """The run's :class:`~noisysgd.private_fit.Schedule`: the flags as given, and epochs,
-    batch size, batching and alpha left at "auto" chosen as the estimators choose them
-    (:func:`noisysgd.config.auto_config`: public quantities, and ``curvature``, the ratio of a
-    private curvature query, or None).  Returns (schedule, the certificate's "config" entry)."""
-    from ..config import configure
-
-    # the flags' own checks first (the messages name them), then the choice of the rest
-    delta = args.delta if delta is None else delta
-    _check_schedule_flags(args, epsilon, delta)
-    p = _params(args, epsilon, delta)
-    config = configure(p, loss, n, d, args.target_bound, curvature=curvature)
-    args.clip_norm = p["clip_norm"]  # "auto" resolved: the bounds (_bounds_and_privacy) clip what was chosen
-    batch = p["batch_size"]
-    if p["batching"] == "full":
-        batch = None
-    elif batch is not None and batch >= 1:
-        batch = min(batch, n)  # fewer examples than a batch: one batch of all of them
-    schedule = Schedule(epochs=p["epochs"], batch_size=batch, batching=p["batching"],
-                        learning_rate=p["learning_rate"], l2=p["alpha"], initialization=args.initialization)
-    return schedule, config
-
-
 #: ``--average``'s values as fit_private's ``release`` (None: resolved by _check_flags).
 _RELEASE = {"yes": "tail-average", "no": "last", "auto": "auto"}
-
-
-def _bounds_and_privacy(args, epsilon, delta, query=None) -> tuple[Bounds, Privacy]:
-    """The declared bounds and the privacy target of ``noisysgd train``'s flags (one process
-    or several)."""
-    bounds = Bounds(feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
-                    clip_norm=args.clip_norm, diameter=args.diameter, target_bound=args.target_bound)
-    privacy = Privacy(epsilon=epsilon, delta=delta, noise_multiplier=args.noise_multiplier,
-                      adjacency=args.adjacency, analyses=args.analysis or "best", query=query,
-                      public_n=args.public_n, release=_RELEASE[args.average])
-    return bounds, privacy
 
 
 def _check_schedule_flags(args, epsilon, delta) -> None:
@@ -507,8 +496,6 @@ def _check_flags(args) -> None:
                          "the file beforehand and score with noisysgd predict.")
     args.intercept_auto = args.intercept_scaling == "auto"
     if args.intercept_auto:
-        from ..estimators import auto_intercept_scaling
-
         args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
     _real("intercept_scaling", args.intercept_scaling)
     if args.secure_mode and args.seed is not None:
@@ -557,38 +544,22 @@ def cmd_train(args) -> int:
     if args.holdout is not None:
         X, y, holdout = _take_holdout(X, y, *_split_holdout(args, X.shape[0]))
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    # n: the rows under replace, the declared --public-n under add-remove (which needs it)
-    n = public_size(Privacy(adjacency=args.adjacency, public_n=args.public_n), X.shape[0],
-                    "poisson" if args.batching == "auto" else args.batching)
-    _check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
+    decl = declared(args, X.shape[1], epsilon)
     _learning_rate(args.lr)
-    frange, query, delta = None, None, args.delta
     # raw columns on large scales (statistics of the training rows, not private), said after training
     dominant = dominant_columns(X[check_rows(X.shape[0])]) if args.feature_range is None else None
-    with warnings.catch_warnings(record=True) as deferred:  # the queries' warnings, issued once training ran
-        warnings.simplefilter("always")
-        if args.feature_range is not None:
-            from ..preprocessing import scale_to_ball
-
-            frange, query, epsilon, delta = _feature_range(args, X, epsilon, n)
-            X = scale_to_ball(X, frange, args.feature_clip)
-            if holdout is not None:
-                holdout = (scale_to_ball(holdout[0], frange, args.feature_clip), holdout[1])
-        center, center_clip = None, args.feature_clip
-        if args.center == "private" or (args.center == "auto" and args.task == "classification"
-                                        and epsilon is not None):
-            center, X, holdout, query, epsilon, delta = _center(args, X, holdout, query, epsilon, delta, n,
-                                                                _names(table, X.shape[1]))
-        curvature, query, epsilon, delta = _curvature(args, X, loss, n, query, epsilon, delta)
-    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon, delta, curvature)
     start = time.perf_counter()
-    fit = fit_private(X, y, loss, schedule, *_bounds_and_privacy(args, epsilon, delta, query), Execution(
+    out_fit = fit_declared(X, y, loss, decl, Execution(
         random_state=args.seed, dtype=np.dtype(args.dtype), progress=_Progress(args.quiet),
         secure_mode=args.secure_mode, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-        resume=args.resume, keep_checkpoint=True))  # the checkpoint until the outputs are written (below)
+        resume=args.resume, keep_checkpoint=True),  # the checkpoint until the outputs are written (below)
+        names=_names(table, X.shape[1]), recorded=_recorded(args))
     seconds = time.perf_counter() - start
-    for w in [*labels_warning, *deferred]:
+    for w in [*labels_warning, *out_fit.deferred]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    fit, fmap, X = out_fit.fit, out_fit.feature_map, out_fit.rows
+    if holdout is not None:
+        holdout = (fmap(holdout[0]), holdout[1])
     result = fit.result
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
     pred = result.predict(X)
@@ -614,19 +585,14 @@ def cmd_train(args) -> int:
                      "the training rows); the score is computed on them, so publishing it releases "
                      "information about those rows that the certificate does not cover"),
         }
-    fit.certificate["config"] = config
-    if query is not None:  # the certificate covers the model and the query (fit_private's certify)
+    if out_fit.query is not None:  # the certificate covers the model and the queries (fit_private's certify)
         eps_total, delta_total = fit.total
         extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)
-        if frange is not None and "feature_range" not in query:
-            fit.certificate["preprocessing"]["feature_range"] = "declared public bounds (no privacy cost)"
-    elif frange is not None:
-        fit.certificate["preprocessing"] = {"feature_range": "declared public bounds (no privacy cost)"}
-    private_range = query is not None and "feature_range" in query
     model = dict(loss=loss, classes=classes, target=table.target, feature_names=table.feature_names,
-                 encoding=(table.categorical, table.input_columns),
-                 feature_range=frange, center=center, center_clip=center_clip,
-                 feature_range_kind=None if frange is None else ("private" if private_range else "public"))
+                 encoding=(table.categorical, table.input_columns), feature_clip=out_fit.feature_clip,
+                 feature_range=fmap.ranges, center=fmap.center, center_clip=fmap.clip,
+                 feature_range_kind=fmap.ranges_kind)
+    n = fit.certificate["certificate"]["data"]["n"]
     return _finish(args, out, fit, model, source=table.path, n=n, quality=quality, seconds=seconds, extra=extra)
 
 
@@ -645,54 +611,6 @@ def _names(table, d: int):
     return list(names) if names is not None and len(names) == d else None
 
 
-def _curvature(args, X, loss, n: int, query, epsilon, delta):
-    """The private curvature query of the composition regime's step size, where the search will
-    use it (:func:`noisysgd.curvature.curvature_for`, as the estimators).  Returns (the ratio or
-    None, the combined query, epsilon and delta left for training)."""
-    from ..curvature import curvature_for
-    from ..preprocessing import combine_queries
-
-    if epsilon is None:
-        return None, query, epsilon, delta
-    p = _params(args, epsilon, delta)
-    curvature, cq = curvature_for(p, X, loss, n, args.target_bound, seed=args.seed, secure_mode=args.secure_mode,
-                                  recorded=_recorded(args))
-    if cq is None:
-        return None, query, epsilon, delta
-    return curvature, combine_queries([q for q in (query, cq) if q is not None]), p["epsilon"], p["delta"]
-
-
-def _center(args, X, holdout, query, epsilon, delta, n: int, names=None):
-    """--center private: the rows clipped to R minus a DP mean, clipped to the R_c it gives
-    (:func:`noisysgd.preprocessing.private_center_within`, as the estimators); R_c becomes
-    ``args.feature_clip`` (and s = R_c/4 under --intercept-scaling auto).  Returns (center or
-    None, X, holdout, the combined query, epsilon and delta left for training)."""
-    from ..preprocessing import center_rows, combine_queries, private_center_within
-    from ..train.rows import CenteredRows
-    from ..rdp import validate_delta
-    from ..run import _real
-    from ..private_fit import default_delta
-
-    if epsilon is None:
-        raise ValueError("--center private spends a share of --epsilon; it cannot be combined with "
-                         "--noise-multiplier (use --center none).")
-    _real("epsilon", epsilon)
-    delta = default_delta(n) if delta is None else validate_delta(delta)
-    center, clip, cq, epsilon, delta = private_center_within(
-        X, epsilon, delta, radius=args.feature_clip, adjacency=args.adjacency, seed=args.seed,
-        secure_mode=args.secure_mode, recorded=_recorded(args), names=names)
-    if center is not None:  # (not centered: the rows as they are, the trainer clips them)
-        X = CenteredRows(X, center, args.feature_clip)  # described: the trainer reads X a batch at a time
-        if holdout is not None:
-            holdout = (center_rows(holdout[0], center, args.feature_clip), holdout[1])
-        if args.intercept_auto:
-            from ..estimators import auto_intercept_scaling
-
-            args.intercept_scaling = auto_intercept_scaling(clip, args.task)
-        args.feature_clip = clip
-    return center, X, holdout, combine_queries([q for q in (query, cq) if q is not None]), epsilon, delta
-
-
 def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=None) -> int:
     """Write model.json, certificate.json and metrics.json into ``out`` at once, and report.
     ``model``: what :func:`noisysgd.model.model_document` needs besides the fit (the loss,
@@ -704,8 +622,9 @@ def _finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=N
                                                                                  else c for c in classes]}
     if isinstance(loss, ClassWeighted):
         fit.certificate["class_weight"] = loss.record([_plain_label(c) for c in classes])
+    model = {"feature_clip": args.feature_clip, **model}  # (the training's clip: after centering, R_c)
     model = model_document(
-        task=args.task, classes_source=getattr(args, "classes_source", None), feature_clip=args.feature_clip,
+        task=args.task, classes_source=getattr(args, "classes_source", None),
         coef=result.coef, version=fit.certificate["noisysgd_version"], intercept_scaling=result.intercept_scaling,
         **model)
     metrics = {

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..io import check_output_dir, load_table
 from ..train import PrivacyLeakWarning
-from ..private_fit import Execution, fit_private
-from .train import _bounds_and_privacy, _check_flags, _finish, _loss, _schedule
+from ..pipeline import fit_declared
+from ..private_fit import Execution
+from .train import _check_flags, _finish, _loss, declared
 
 def torchrun_env():
     """(rank, world size) when started by torchrun (or any launcher setting RANK and
@@ -180,7 +181,7 @@ def _train_rank(rank, world, args, out) -> None:
     else:
         loss, y_enc, classes = _loss(args, y)
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    schedule, config = _schedule(args, loss, n, X.shape[1], epsilon)  # the same on every rank
+    decl = declared(args, X.shape[1], epsilon, queries=False)  # the same on every rank: no query on a shard
     device = "cpu"
     if args.backend == "nccl":
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
@@ -190,11 +191,11 @@ def _train_rank(rank, world, args, out) -> None:
     # calibration from it; the other ranks calibrate again (deterministic: the same noise, or
     # train_distributed refuses the job because the runs differ)
     first = rank == 0
-    fit = fit_private(X, y_enc, loss, schedule, *_bounds_and_privacy(args, epsilon, args.delta), Execution(
+    fit = fit_declared(X, y_enc, loss, decl, Execution(
         random_state=args.seed, dtype=np.dtype(args.dtype), secure_mode=args.secure_mode, n_rows=n,
         trainer=trainer, checkpoint=args.checkpoint if first else None,
         checkpoint_every=args.checkpoint_every if first else None, resume=args.resume and first,
-        keep_checkpoint=first and args.checkpoint is not None))
+        keep_checkpoint=first and args.checkpoint is not None)).fit
     seconds = time.perf_counter() - start
     local = 0.0
     for lo in range(0, X.shape[0], 1 << 16):  # a block of rows at a time: X may be memory-mapped
@@ -207,7 +208,6 @@ def _train_rank(rank, world, args, out) -> None:
     dist.all_gather_object(sums, local)
     if rank != 0:
         return
-    fit.certificate["config"] = config
     total = float(sum(sums))
     quality = ({"train_rmse": float(np.sqrt(total / n))} if args.task == "regression"
                else {"train_accuracy": total / n})

@@ -1,0 +1,277 @@
+"""Private training from raw rows to certificate, written once.
+
+:func:`fit_declared` is what :class:`~noisysgd.NoisySGDClassifier`,
+:class:`~noisysgd.NoisySGDRegressor`, ``noisysgd train`` (one process or several) and the CV
+tuner's candidate runs call; they only translate their arguments into a :class:`Declared`.
+It spends the privacy budget in this order, each private query a typed :class:`QueryEvent`:
+
+1. **ranges** (``feature_range="private"``): :func:`noisysgd.preprocessing.private_ranges_within`,
+   or public bounds (no cost);
+2. **mean** (``center="private"``, or ``"auto"`` with a target ε): the rows minus a DP mean
+   (:func:`noisysgd.preprocessing.private_center_within`), clipped to the radius it gives;
+3. **curvature**: where the search will weigh DP-SGD's regime
+   (:func:`noisysgd.curvature.curvature_for`), the data's smoothness;
+4. **configuration**: every "auto" parameter chosen by :func:`noisysgd.config.configure` from
+   public quantities and the curvature's answer (post-processing of a charged query);
+5. **the run**, calibrated to the target composed with the queries, trained and certified by
+   :func:`noisysgd.private_fit.fit_private` (its ``certify`` writes the certificate, the
+   queries' composition included, in one place).
+
+Each query lowers the training's share of (ε, δ) under basic composition; ``fit_private`` then
+calibrates the noise to the *composed* total, so the certificate's total is at or below the
+target.  Nothing here reads the data except through those charged queries (the rows themselves
+go to the trainer): every decision the defaults take from the data is a function of the
+queries' answers and of public quantities (n, d, the loss's constants, the declared bounds).
+A data-parallel run (``Execution.trainer``) asks no query: a rank holds its shard only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .config import configure
+from .curvature import curvature_for
+from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within,
+                            scale_to_ball)
+from .private_fit import (Bounds, Execution, PrivateFit, Privacy, Schedule, default_delta, fit_private,
+                          public_size)
+from .train import Loss
+
+__all__ = ["Declared", "QueryEvent", "FeatureMap", "DeclaredFit", "fit_declared", "auto_intercept_scaling",
+           "AUTO_INTERCEPT_SHARE", "TASKS"]
+
+#: ``intercept_scaling="auto"`` for classification: s = this share of the feature clip R.
+AUTO_INTERCEPT_SHARE = 0.25
+
+TASKS = ("classification", "regression")
+
+#: The certificate's note for ranges the user declared.
+DECLARED_RANGES = ("declared public bounds (no privacy cost): each feature clipped to [low, high], mapped to "
+                   "[-1, 1] and scaled by feature_clip/sqrt(d)")
+
+
+def auto_intercept_scaling(feature_clip: float, task: str = "classification") -> float:
+    """The bias coordinate s that ``intercept_scaling="auto"`` means: R/4 for classification
+    (:class:`~noisysgd.NoisySGDClassifier`), 1 for regression (:class:`~noisysgd.NoisySGDRegressor`'s
+    default).
+
+    >>> auto_intercept_scaling(2.0), auto_intercept_scaling(2.0, "regression")
+    (0.5, 1.0)
+    """
+    return AUTO_INTERCEPT_SHARE * float(feature_clip) if task == "classification" else 1.0
+
+
+@dataclass(frozen=True)
+class Declared:
+    """Everything a private fit is told before a row is read, as its caller checked it (each
+    caller's messages name its own arguments: the estimators' parameters, the CLI's flags).
+
+    ``epochs``, ``batch_size``, ``batching``, ``alpha`` may be ``"auto"`` (chosen together by
+    :func:`noisysgd.config.configure`); ``learning_rate`` a number, ``"auto"`` or ``"max"``;
+    ``clip_norm`` a number, None (the loss's own constant) or ``"auto"``; ``intercept_scaling`` a
+    number, with ``intercept_auto`` when it is ``"auto"`` (it then follows the clip after
+    centering); ``feature_range`` None, a pair of arrays (low, high) of public bounds, or
+    ``"private"``; ``center`` None or ``"private"`` (the callers resolve ``"auto"``)."""
+
+    task: str
+    epsilon: float | None
+    delta: float | None
+    noise_multiplier: float | None
+    epochs: Any = "auto"
+    batch_size: Any = "auto"
+    batching: str = "auto"
+    learning_rate: Any = "auto"
+    alpha: Any = "auto"
+    feature_clip: float = 1.0
+    intercept_scaling: float = 1.0
+    intercept_auto: bool = False
+    clip_norm: Any = None
+    diameter: float | None = None
+    target_bound: float | None = None
+    adjacency: str = "replace"
+    public_n: int | None = None
+    analyses: Any = "best"
+    release: str = "last"
+    initialization: str = "fixed"
+    feature_range: Any = None
+    center: str | None = None
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}. Found {self.task!r}.")
+        if self.center not in (None, "private"):
+            raise ValueError(f"center must be None or 'private' (callers resolve 'auto'). Found {self.center!r}.")
+        if self.epsilon is None and (self.center == "private" or _is_private(self.feature_range)):
+            raise ValueError("a private preprocessing query (center or feature_range 'private') spends a share of "
+                             "epsilon, so it needs epsilon, not noise_multiplier.")
+
+    def params(self) -> dict:
+        """The mutable dict :func:`noisysgd.config.configure` and the queries read and fill."""
+        return {k: getattr(self, k) for k in (
+            "epochs", "batch_size", "batching", "learning_rate", "alpha", "epsilon", "delta", "noise_multiplier",
+            "feature_clip", "intercept_scaling", "clip_norm", "diameter", "adjacency", "public_n")}
+
+
+def _is_private(feature_range) -> bool:
+    return isinstance(feature_range, str) and feature_range == "private"
+
+
+@dataclass(frozen=True)
+class QueryEvent:
+    """One private query answered on the rows before training: its ``kind`` ("feature_range",
+    "center" or "curvature"), its cost — a Gaussian mechanism, ``mu``-GDP, and the (ε, δ) it was
+    charged under basic composition — and its ``details`` (the answer, as recorded in the
+    certificate's ``preprocessing`` and a checkpoint's context).  Kept apart from the accountant,
+    as dp_accounting keeps a ``DpEvent`` apart from the accountant that composes it."""
+
+    kind: str
+    mu: float | None
+    epsilon: float
+    delta: float
+    details: dict = field(repr=False)
+
+    @classmethod
+    def of(cls, kind: str, details: dict) -> "QueryEvent":
+        return cls(kind, details.get("mu"), float(details["epsilon"]), float(details["delta"]), details)
+
+
+@dataclass(frozen=True)
+class FeatureMap:
+    """The public map from a raw row to a trained one: clip to ``ranges`` (low, high) and scale
+    into the ball of radius ``clip`` (None: the rows as given), then subtract ``center`` and clip
+    to the ball again (None: not centered).  Its parameters are the queries' answers or declared
+    bounds: applying it to other rows (a hold-out split, new data) releases nothing new."""
+
+    ranges: tuple | None = None
+    ranges_kind: str | None = None
+    clip: float = 1.0
+    center: np.ndarray | None = None
+
+    def __call__(self, X):
+        if self.ranges is not None:
+            X = scale_to_ball(X, self.ranges, self.clip)
+        if self.center is not None:
+            X = center_rows(X, self.center, self.clip)
+        return X
+
+
+@dataclass(frozen=True)
+class DeclaredFit:
+    """The outcome of :func:`fit_declared`: the private fit (its certificate complete: the
+    configuration and the queries in it), the queries asked, the map the rows went through,
+    the training's clip and bias coordinate (after centering), the rows as trained on (described,
+    not copied), and the warnings the queries raised (the caller issues them once it has trained)."""
+
+    fit: PrivateFit
+    queries: tuple
+    feature_map: FeatureMap
+    feature_clip: float
+    intercept_scaling: float
+    schedule: Schedule
+    config: dict
+    rows: Any = field(repr=False, default=None)
+    deferred: tuple = field(repr=False, default=())
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """(ε, δ) of everything released: the model and the queries' answers."""
+        return self.fit.total
+
+    @property
+    def query(self) -> dict | None:
+        """The queries as the accountant composes them (one Gaussian: :func:`combine_queries`), or None."""
+        return combine_queries([e.details for e in self.queries])
+
+
+def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Execution(), *,
+                 names=None, recorded: dict | None = None) -> DeclaredFit:
+    """Ranges → mean → curvature → configuration → the run → the certificate (module docstring),
+    for ``X`` (rows, or a lazily read table) and encoded labels ``y``.  ``names``: the columns'
+    names for the warnings; ``recorded``: the queries a resumed checkpoint recorded (their answers
+    are reused, never drawn again)."""
+    d = int(np.shape(X)[1])
+    p = declared.params()
+    batching = "poisson" if p["batching"] == "auto" else p["batching"]
+    n = public_size(Privacy(adjacency=p["adjacency"], public_n=p["public_n"]), int(np.shape(X)[0])
+                    if execution.n_rows is None else execution.n_rows, batching)
+    events, fmap = [], FeatureMap(clip=p["feature_clip"])
+    with warnings.catch_warnings(record=True) as deferred:  # issued by the caller once it has trained
+        warnings.simplefilter("always")
+        if execution.trainer is None:  # (a data-parallel rank holds its shard only: no query)
+            X, fmap = _ranges(X, declared, p, n, execution, recorded, events, fmap)
+            X, fmap = _center(X, declared, p, n, execution, recorded, events, fmap, names)
+            ratio, q = curvature_for(p, X, loss, n, declared.target_bound, seed=execution.random_state,
+                                     secure_mode=execution.secure_mode, recorded=recorded)
+            if q is not None:
+                events.append(QueryEvent.of("curvature", q))
+        else:
+            ratio = None
+    query = combine_queries([e.details for e in events])
+    config = configure(p, loss, n, d, declared.target_bound, curvature=ratio)
+    b = p["batch_size"]
+    if p["batching"] == "full":
+        b = None
+    elif b is not None:
+        b = min(b, n)  # fewer examples than a batch: one batch of all of them
+    schedule = Schedule(epochs=p["epochs"], batch_size=b, batching=p["batching"], learning_rate=p["learning_rate"],
+                        l2=p["alpha"], initialization=declared.initialization)
+    bounds = Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"], clip_norm=p["clip_norm"],
+                    diameter=p["diameter"], target_bound=declared.target_bound)
+    privacy = Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
+                      adjacency=p["adjacency"], analyses=declared.analyses, query=query, public_n=p["public_n"],
+                      release=declared.release)
+    fit = fit_private(X, y, loss, schedule, bounds, privacy, execution)
+    certificate = fit.certificate
+    certificate["config"] = config
+    if fmap.ranges_kind == "public":
+        if query is not None:
+            certificate["preprocessing"]["feature_range"] = DECLARED_RANGES
+        else:
+            certificate["preprocessing"] = {"feature_range": DECLARED_RANGES}
+    return DeclaredFit(fit, tuple(events), fmap, p["feature_clip"], p["intercept_scaling"], schedule, config,
+                       rows=X, deferred=tuple(deferred))
+
+
+def _delta(p: dict, n: int) -> float:
+    return p["delta"] if p["delta"] is not None else default_delta(n)
+
+
+def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, recorded, events, fmap):
+    """Step 1: private ranges (charged) or declared public bounds (free); the rows scaled."""
+    requested = declared.feature_range
+    if requested is None:
+        return X, fmap
+    if _is_private(requested):
+        ranges, q, p["epsilon"], p["delta"] = private_ranges_within(
+            X, p["epsilon"], _delta(p, n), adjacency=p["adjacency"], seed=execution.random_state,
+            secure_mode=execution.secure_mode, recorded=recorded)
+        events.append(QueryEvent.of("feature_range", q))
+        kind = "private"
+    else:
+        ranges, kind = requested, "public"
+    fmap = replace(fmap, ranges=ranges, ranges_kind=kind)
+    return scale_to_ball(X, ranges, p["feature_clip"]), fmap
+
+
+def _center(X, declared: Declared, p: dict, n: int, execution: Execution, recorded, events, fmap, names):
+    """Step 2: the rows minus a DP mean, clipped to the radius R_c it gives (R_c becomes the
+    training's clip, and s = R_c/4 under ``intercept_auto``); described, not formed."""
+    if declared.center != "private":
+        return X, fmap
+    from .train.rows import CenteredRows
+
+    center, clip, q, p["epsilon"], p["delta"] = private_center_within(
+        X, p["epsilon"], _delta(p, n), radius=p["feature_clip"], adjacency=p["adjacency"],
+        seed=execution.random_state, secure_mode=execution.secure_mode, recorded=recorded, names=names)
+    events.append(QueryEvent.of("center", q))
+    if center is None:  # (not centered: the rows as they are, the trainer clips them)
+        return X, fmap
+    X = CenteredRows(X, center, p["feature_clip"])  # the trainer reads X a batch at a time
+    if declared.intercept_auto:
+        p["intercept_scaling"] = auto_intercept_scaling(clip, declared.task)
+    p["feature_clip"] = clip
+    return X, replace(fmap, center=center)
