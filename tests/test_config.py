@@ -143,3 +143,34 @@ def test_the_composition_screen_leans_against_its_regime(n, b, epochs, adjacency
     # orders between integrated ones are chords), and so are the two z
     dense = noisysgd.epsilon(run, delta=1.0 / (10 * n), analyses=["composition"]).epsilon
     assert dense * (1 - 2e-3) <= at.epsilon <= dense * (1 + 7e-3)
+
+
+@pytest.mark.parametrize("n, d, outputs, epsilon, adjacency, fixed", [
+    (1000, 20, 1, 0.71, "replace", None),
+    (621, 17, 1, 3.0, "replace", None),
+    (1797, 64, 10, 1.0, "replace", None),
+    (20000, 50, 1, 3.0, "replace", None),
+    (60000, 784, 10, 0.5, "replace", None),
+    (569, 30, 1, 0.5, "add-remove", None),
+    (5000, 10, 1, 1.0, "replace", {"batching": "cyclic"}),
+    (3000, 5, 1, 8.0, "replace", {"alpha": 0.01}),
+])
+def test_the_pruned_search_chooses_what_the_exhaustive_one_chooses(n, d, outputs, epsilon, adjacency, fixed):
+    """The search calibrates only the rows that can still win (config._candidate): the same choice as
+    calibrating every row, and every pruned row's proxy, calibrated, is above the chosen one's."""
+    kw = dict(n=n, d=d, outputs=outputs, epsilon=epsilon, delta=1e-5, lipschitz=1.0, smoothness=0.25,
+              adjacency=adjacency, fixed=fixed)
+    fast, full = auto_config(**kw), auto_config(**kw, prune=False)
+    assert fast.chosen == full.chosen
+    assert len(fast.candidates) == len(full.candidates)
+    pruned = [(a, b) for a, b in zip(fast.candidates, full.candidates) if a.get("pruned")]
+    for a, b in pruned:
+        assert (a["batching"], a["batch_size"], a["epochs"], a["alpha"]) == (
+            b["batching"], b["batch_size"], b["epochs"], b["alpha"])
+        assert b["proxy"] is None or b["proxy"] > fast.chosen["proxy"]
+        if "noise_multiplier_above" in a and b["proxy"] is not None:
+            assert b["noise_multiplier"] > a["noise_multiplier_above"]  # the calibrated z lies above z*
+    calibrated = [(a, b) for a, b in zip(fast.candidates, full.candidates) if not a.get("pruned")]
+    assert all(a == b for a, b in calibrated)
+    if fixed is None and adjacency == "replace":
+        assert len(pruned) >= len(full.candidates) // 2  # the point: most rows are never calibrated

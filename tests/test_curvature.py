@@ -157,8 +157,9 @@ def test_the_ratio_moves_only_the_composition_regimes_step(ratio):
         if r.get("optimal_step"):
             assert r["learning_rate"] >= b["learning_rate"] * (1 - 1e-12)
             assert r["learning_rate"] <= 0.98 / (0.5 * ratio + r["alpha"]) * (1 + 1e-12)
-        else:
-            assert r["learning_rate"] == b["learning_rate"] and r["proxy"] == b["proxy"]
+        else:  # (a row the search pruned in one of the two has no proxy there: it lost either way)
+            assert r["learning_rate"] == b["learning_rate"]
+            assert r["proxy"] == b["proxy"] or None in (r["proxy"], b["proxy"])
     if ratio == 1.0:
         assert [r["learning_rate"] for r in cfg.candidates] == [r["learning_rate"] for r in base.candidates]
     with pytest.raises(ValueError, match="curvature"):

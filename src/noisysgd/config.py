@@ -12,7 +12,11 @@ curvature query (:mod:`noisysgd.curvature`, charged to the certificate).
 For every candidate of a small grid it calibrates the noise multiplier z
 with the accountant (:func:`noisysgd.calibrate`, restricted to a few fast
 analyses: the estimator's final calibration, over every analysis, can only
-find a smaller z) and scores the candidate with a **utility proxy**: an upper
+find a smaller z) — or shows without calibrating that the candidate cannot win
+(the proxy is increasing in z: a row whose proxy at the z where it would tie the
+best so far misses the target is pruned after one report; :func:`_candidate`),
+so the choice is the exhaustive search's (``prune=False`` runs that, for
+checking) at a tenth of its cost — and scores the candidate with a **utility proxy**: an upper
 bound on the excess risk of projected noisy gradient descent on a λ-strongly
 convex, (M + λ)-smooth objective, with the calibrated noise.  For
 θ_{t+1} = θ_t − η(∇F_λ(θ_t) + ξ_t), E ξ_t = 0, E‖ξ_t‖² ≤ V and η ≤ 1/(M + λ),
@@ -103,7 +107,7 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .accountant import calibrate
+from .accountant import calibrate, epsilon as epsilon_report
 from .analyses import ANALYSES
 from .params import is_auto
 from .run import Run
@@ -241,7 +245,8 @@ class AutoConfig:
             text += (f"; the composition regime's smoothness is the data's, {self.assumptions['curvature_ratio']:.3g} "
                      "of the worst case, from the private curvature query (charged to the certificate)")
         if legacy is not None:
-            text += f"; the pre-auto defaults score {legacy['proxy']:.4g}"
+            text += (f"; the pre-auto defaults score {legacy['proxy']:.4g}" if legacy.get("proxy") is not None
+                     else "; the pre-auto defaults score more (their proxy cannot reach the chosen one's)")
         return text
 
     def to_dict(self) -> dict:
@@ -320,7 +325,8 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
                 smoothness: float, convex: bool = True, feature_clip: float = 1.0,
                 adjacency: str = "replace", noise_multiplier: float | None = None,
                 learning_rate="auto", fixed: dict | None = None,
-                model_norm: float | None = None, curvature: float | None = None) -> AutoConfig:
+                model_norm: float | None = None, curvature: float | None = None,
+                prune: bool = True) -> AutoConfig:
     """Choose (batching, batch_size, epochs, alpha) for the parameters not in
     ``fixed`` by the smallest utility proxy (module docstring), from public
     quantities only: ``n`` examples, ``d`` features, ``outputs`` scores per
@@ -358,13 +364,13 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
     key = (int(n), int(d), int(outputs), epsilon, float(delta), float(lipschitz),
            None if smoothness is None else float(smoothness), bool(convex), float(feature_clip),
            adjacency, noise_multiplier, learning_rate, tuple(sorted(fixed.items())), B,
-           None if curvature is None else float(curvature))
+           None if curvature is None else float(curvature), bool(prune))
     return _auto_config(*key)
 
 
 @lru_cache(maxsize=256)
 def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given, lr_rule, fixed_items,
-                 B, curvature=None) -> AutoConfig:
+                 B, curvature=None, prune=True) -> AutoConfig:
     fixed = dict(fixed_items)
     p = (d + 1) * outputs
     batchings = (fixed["batching"],) if "batching" in fixed else (
@@ -375,7 +381,7 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
     search = tuple(a for a in SEARCH_ANALYSES if a in ANALYSES)
     ctx = _Search(n, p, L, M0, convex, adjacency, eps, delta, z_given, lr_rule, B, search,
                   1.0 if curvature is None else curvature)
-    rows = []
+    grid = []
     for batching in batchings:
         if batching == "full":
             sizes = (n,)
@@ -385,21 +391,20 @@ def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given
             sizes = tuple(sorted({min(b, n) for b in GRID["batch_size"]}))
         epochs_grid = ((fixed["epochs"],) if "epochs" in fixed
                        else GRID["epochs"].get(batching, GRID["epochs"]["cyclic"]))
-        for b in sizes:
-            for epochs in epochs_grid:
-                for lam in alphas:
-                    rows.append(_candidate(ctx, batching, b, epochs, lam))
-    if lr_rule == "auto" and convex and M0 is not None and fixed.get("batching", "poisson") == "poisson":
-        rows.extend(_composition_candidates(ctx, fixed, alphas))
+        grid += [(batching, b, epochs, lam) for b in sizes for epochs in epochs_grid for lam in alphas]
     legacy = {k: fixed.get(k, v) for k, v in LEGACY.items()}
     if adjacency != "replace" and "batching" not in fixed:
         legacy["batching"] = ADD_REMOVE_BATCHING
     if not convex:
         legacy["alpha"] = 0.0
     lb = n if legacy["batching"] == "full" else min(legacy["batch_size"], n)
-    if not any(r["batching"] == legacy["batching"] and r["batch_size"] == lb and r["epochs"] == legacy["epochs"]
-               and r["alpha"] == legacy["alpha"] for r in rows):
-        rows.append(_candidate(ctx, legacy["batching"], lb, legacy["epochs"], legacy["alpha"]))
+    legacy_key = (legacy["batching"], lb, legacy["epochs"], legacy["alpha"])
+    composition = []
+    if lr_rule == "auto" and convex and M0 is not None and fixed.get("batching", "poisson") == "poisson":
+        composition = _composition_candidates(ctx, fixed, alphas)
+    keys = grid + ([] if legacy_key in grid else [legacy_key])
+    rows = _search_grid(ctx, keys, composition, prune)
+    rows = rows[:len(grid)] + composition + rows[len(grid):]
     for r in rows:
         r["legacy"] = (not r.get("optimal_step") and r["batching"] == legacy["batching"] and r["batch_size"] == lb
                        and r["epochs"] == legacy["epochs"] and r["alpha"] == legacy["alpha"])
@@ -445,7 +450,15 @@ class _Search:
     curvature: float = 1.0
 
 
-def _candidate(ctx: _Search, batching, b, epochs, lam) -> dict:
+def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) -> dict:
+    """One row of the hidden-state grid, its z calibrated by ``ctx.search`` — unless it cannot
+    beat ``bound`` (the smallest proxy found so far), which is decided without calibrating: the
+    proxy is increasing in z for a fixed run (:func:`proxy_terms`: every noise term grows with V or
+    G², the others do not move), so the row loses if its proxy at z = 0 is already ≥ ``bound``
+    (no evaluation), or if the noise z* at which its proxy reaches ``bound`` misses the target
+    (one report: ε is non-increasing in z for every analysis, so the calibrated z, which meets it,
+    lies above z*, and so does its proxy).  A pruned row records ``pruned`` and the bound it
+    lost to; the chosen row is the one an exhaustive search would choose."""
     n, p, L, M0, convex, adjacency = ctx.n, ctx.p, ctx.L, ctx.M0, ctx.convex, ctx.adjacency
     eps, delta, z_given, lr_rule, B, search = ctx.eps, ctx.delta, ctx.z_given, ctx.lr_rule, ctx.B, ctx.search
     M = None if M0 is None else M0 + lam
@@ -458,7 +471,23 @@ def _candidate(ctx: _Search, batching, b, epochs, lam) -> dict:
                           noise_multiplier=1.0 if z_given is None else z_given, lipschitz=L, smoothness=M,
                           strong_convexity=lam, convex=convex, adjacency=adjacency)
     row.update(learning_rate=eta, steps=run.steps)
+
+    def proxy_at(z: float) -> float:
+        return proxy_terms(n=n, p=p, b=b, steps=run.steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B)["proxy"]
+
     if z_given is None:
+        if math.isfinite(bound):
+            if proxy_at(0.0) >= bound:
+                row.update(proxy=None, pruned=f"its proxy without noise is already >= {bound:.6g}")
+                return row
+            z_star = _noise_at(proxy_at, bound)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                at = epsilon_report(run.replace(noise_multiplier=z_star), delta=delta, analyses=list(search))
+            if at.best is not None and at.epsilon > eps:
+                row.update(proxy=None, pruned=f"misses epsilon at z = {z_star:.6g}, where its proxy reaches "
+                                              f"{bound:.6g}", noise_multiplier_above=z_star)
+                return row
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -472,6 +501,46 @@ def _candidate(ctx: _Search, batching, b, epochs, lam) -> dict:
     row.update(noise_multiplier=z, analysis=analysis)
     row.update(proxy_terms(n=n, p=p, b=b, steps=run.steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B))
     return row
+
+
+def _noise_at(proxy_at, bound: float) -> float:
+    """The z at which the increasing ``proxy_at`` reaches ``bound`` (from below: proxy_at(z) ≤ bound,
+    to 1e-9 relative), given proxy_at(0) < bound; the proxy grows like z², so a bracket exists."""
+    lo, hi = 0.0, 1.0
+    while proxy_at(hi) < bound:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-9 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if proxy_at(mid) < bound else (lo, mid)
+    return lo
+
+
+def _search_grid(ctx: _Search, keys: list, composition: list, prune: bool) -> list:
+    """The hidden-state rows of ``keys`` (batching, b, epochs, λ), in that order, each calibrated
+    unless it cannot beat the smallest proxy found so far (``prune``: :func:`_candidate`); the
+    already scored ``composition`` rows set the first bound, and the grid is visited from the
+    smallest proxy without noise up (a lower bound on each row's proxy), so that the rows likely
+    to win are scored first and the bound falls fast."""
+    best = min((r["proxy"] for r in composition if r.get("proxy") is not None), default=math.inf)
+    rows = [None] * len(keys)
+    order = range(len(keys))
+    if prune and ctx.z_given is None and ctx.M0 is not None:
+        order = sorted(order, key=lambda i: _floor(ctx, *keys[i]))
+    for i in order:
+        rows[i] = _candidate(ctx, *keys[i], bound=best if prune else math.inf)
+        if rows[i].get("proxy") is not None:
+            best = min(best, rows[i]["proxy"])
+    return rows
+
+
+def _floor(ctx: _Search, batching, b, epochs, lam) -> float:
+    """The proxy of a hidden-state row without privacy noise (z = 0): a lower bound on its proxy."""
+    M = ctx.M0 + lam
+    eta = _learning_rate(ctx.lr_rule, M, lam)
+    steps = Run.from_epochs(epochs=epochs, n=ctx.n, batch_size=b, batching=batching, learning_rate=eta,
+                            noise_multiplier=1.0, lipschitz=ctx.L, smoothness=M, strong_convexity=lam,
+                            convex=ctx.convex, adjacency=ctx.adjacency).steps
+    return proxy_terms(n=ctx.n, p=ctx.p, b=b, steps=steps, eta=eta, lam=lam, z=0.0, L=ctx.L, M=M, B=ctx.B)["proxy"]
 
 
 def _regime(row: dict) -> str | None:
