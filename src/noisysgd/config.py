@@ -339,7 +339,8 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
     (:mod:`noisysgd.curvature`), the share of the worst-case smoothness the data's own objective
     has; the amplified-composition regime's step size (and its proxy) then use M·``curvature``
     (its certificate does not depend on the step), every other row the worst case M.  Cached:
-    the same inputs give the same answer without calibrating again.
+    the same inputs give the same answer without calibrating again.  ``prune=False`` calibrates
+    every row (the same choice, about ten times slower: for checking the pruning).
 
     >>> cfg = auto_config(n=20000, d=50, outputs=1, epsilon=3.0, delta=1e-5, lipschitz=1.0,
     ...                   smoothness=0.5)
