@@ -48,6 +48,7 @@ def test_proxy_without_strong_convexity_is_the_smaller_convex_sgd_bound():
     assert big["bound"] == "convex" and "smooth_bound" not in big
 
 
+@pytest.mark.slow
 def test_the_choice_minimises_the_proxy_and_its_noise_meets_the_target():
     cfg = auto_config(epsilon=1.0, **PUBLIC)
     ok = [r for r in cfg.candidates if r["proxy"] is not None]
@@ -117,8 +118,9 @@ def test_with_legacy_defaults_replaces_only_auto():
 
 
 @pytest.mark.parametrize("n, b, epochs, adjacency, eps", [
-    (60000, 256, 100, "replace", 1.0), (60000, 4096, 10, "replace", 3.0), (1347, 256, 30, "replace", 0.5),
-    (426, 64, 10, "add-remove", 3.0), (16000, 1024, 100, "add-remove", 1.0)])
+    pytest.param(60000, 256, 100, "replace", 1.0, marks=pytest.mark.slow),
+    pytest.param(60000, 4096, 10, "replace", 3.0, marks=pytest.mark.slow), (1347, 256, 30, "replace", 0.5),
+    pytest.param(426, 64, 10, "add-remove", 3.0, marks=pytest.mark.slow), (16000, 1024, 100, "add-remove", 1.0)])
 def test_the_composition_screen_leans_against_its_regime(n, b, epochs, adjacency, eps):
     """The composition regime's z (:func:`noisysgd.config._composition_z`, the RDP composition on
     the sparse SCREEN_ORDERS, started from the central-limit estimate): it meets the target, z/(1 +
@@ -155,12 +157,17 @@ def test_the_composition_screen_leans_against_its_regime(n, b, epochs, adjacency
     (5000, 10, 1, 1.0, "replace", {"batching": "cyclic"}),
     (3000, 5, 1, 8.0, "replace", {"alpha": 0.01}),
 ])
-def test_the_pruned_search_chooses_what_the_exhaustive_one_chooses(n, d, outputs, epsilon, adjacency, fixed):
+def test_the_pruned_search_chooses_what_the_exhaustive_one_chooses(n, d, outputs, epsilon, adjacency, fixed,
+                                                                   monkeypatch):
     """The search calibrates only the rows that can still win (config._candidate): the same choice as
     calibrating every row, and every pruned row's proxy, calibrated, is above the chosen one's."""
     kw = dict(n=n, d=d, outputs=outputs, epsilon=epsilon, delta=1e-5, lipschitz=1.0, smoothness=0.25,
               adjacency=adjacency, fixed=fixed)
-    fast, full = auto_config(**kw), auto_config(**kw, prune=False)
+    import noisysgd.config as config
+
+    fast = auto_config(**kw)
+    monkeypatch.setattr(config, "PRUNE", False)
+    full = auto_config(**kw)
     assert fast.chosen == full.chosen
     assert len(fast.candidates) == len(full.candidates)
     pruned = [(a, b) for a, b in zip(fast.candidates, full.candidates) if a.get("pruned")]

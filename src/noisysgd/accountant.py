@@ -48,6 +48,9 @@ __all__ = [
     "calibrate",
     "max_epochs",
     "compose_query",
+    "compose_with_query",
+    "certify_composed",
+    "Composed",
     "composed_epsilon",
     "calibrate_composed",
     "calibrate_with_query",
@@ -611,11 +614,29 @@ def max_epochs(
 # answer; these three functions certify it and calibrate the training for the composed total.
 
 
-def compose_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,
-                        query: dict, report=None, exclude=()) -> tuple[float, float]:
-    """Make ``certificate`` (a training certificate, changed in place) cover the model *and*
-    the private preprocessing it was trained with (ranges, centering, or both:
-    :func:`noisysgd.preprocessing.combine_queries`).  Returns the total (ε, δ), at δ = δ_train + δ_query.
+@dataclass(frozen=True)
+class Composed:
+    """The total (ε, δ) of a training run and a private preprocessing query composed
+    (:func:`compose_with_query`): how (``method``), basic composition's ε for comparison, and the
+    analyses the total ``rests_on`` (an average of the iterates may be released only where every
+    one of them accounts every iterate)."""
+
+    epsilon: float
+    delta: float
+    method: str
+    epsilon_basic: float
+    rests_on: tuple
+
+
+def _rests_on(r) -> tuple:
+    return tuple(r.details.get("components", ())) if r.analysis == COMBINED else (r.analysis,)
+
+
+def compose_with_query(report: EpsilonReport | None, query: dict, *, eps_train: float | None = None,
+                       delta_train: float | None = None, covering=None, exclude=()) -> Composed:
+    """The total (ε, δ) of the training and the private preprocessing it was trained with (ranges,
+    centering, curvature, or several: :func:`noisysgd.preprocessing.combine_queries`), at
+    δ = δ_train + δ_query.
 
     Always available: (ε, δ) add up — basic composition, which holds for adaptively chosen
     mechanisms (Dwork & Roth 2014, Theorem 3.16 and §3.5).  With the training's
@@ -634,19 +655,40 @@ def compose_query(certificate: dict, eps_train: float, delta_train: float, adjac
     every pair of adjacent data sets (scaling each example by given ranges, or subtracting a
     given center, changes each example alone, so adjacent data sets stay adjacent).
 
-    ``exclude``: analyses whose native composition is left out (a calibration's check of the
-    others, :func:`calibrate_with_query`); basic composition still takes the report's best."""
+    ``eps_train``, ``delta_train``: the training's (ε, δ) for basic composition (default: the
+    report's).  ``covering``: the only analyses the total may rest on (None: every one) — an
+    average of the iterates is covered only by those that account every iterate, and then basic
+    composition too takes the best of them, not the report's overall best.  ``exclude``: analyses
+    whose native composition is left out (a calibration's check of the others,
+    :func:`calibrate_with_query`); basic composition still takes the report's best."""
+    def allowed(r) -> bool:
+        return covering is None or set(_rests_on(r)) <= set(covering)
+
+    candidates = [] if report is None else [
+        r for r in report.results.values() if r.applies and r.sound and r.epsilon is not None and allowed(r)]
+    if report is not None and report.combined is not None and report.combined.rdp is not None and allowed(
+            report.combined):
+        candidates.append(report.combined)
+    if eps_train is None or covering is not None:
+        if report is None:
+            raise ValueError("compose_with_query needs eps_train or a report.")
+        train = min(candidates, key=lambda r: r.epsilon, default=None) if covering is not None else report.best
+        if train is None:
+            return Composed(math.inf, (delta_train if delta_train is not None else report.delta) + query["delta"],
+                            "no analysis covers the release", math.inf, ())
+        eps_train, basis = train.epsilon, _rests_on(train)
+    else:
+        basis = () if report is None or report.best is None else _rests_on(report.best)
+    delta_train = report.delta if delta_train is None else delta_train
     eps_basic, delta = eps_train + query["epsilon"], delta_train + query["delta"]
-    eps, method = eps_basic, "basic composition (Dwork & Roth 2014, Theorem 3.16, adaptive)"
+    eps, method, rests_on = eps_basic, "basic composition (Dwork & Roth 2014, Theorem 3.16, adaptive)", basis
     mu_q = query.get("mu")
     if report is not None and mu_q is not None:
         from .gdp import gdp_epsilon
 
-        candidates = [r for r in report.results.values()
-                      if r.applies and r.sound and r.epsilon is not None and r.analysis not in exclude]
-        if report.combined is not None and report.combined.rdp is not None:
-            candidates.append(report.combined)
         for r in candidates:
+            if r.analysis in exclude:
+                continue
             try:
                 if r.mu is not None:
                     e = gdp_epsilon(math.hypot(r.mu, mu_q), delta)
@@ -670,31 +712,51 @@ def compose_query(certificate: dict, eps_train: float, delta_train: float, adjac
             except (ValueError, ArithmeticError):
                 continue
             if math.isfinite(e) and e < eps:
-                eps, method = float(e), how
+                eps, method, rests_on = float(e), how, _rests_on(r)
+    return Composed(float(eps), float(delta), method, float(eps_basic), tuple(rests_on))
+
+
+def certify_composed(certificate: dict, composed: Composed, eps_train: float, delta_train: float, adjacency: str,
+                     query: dict) -> None:
+    """Write ``composed`` (:func:`compose_with_query`) into a training ``certificate``: its guarantee
+    then covers the model *and* the query's answer (the training's own kept as ``training_guarantee``)."""
+    mu_q = query.get("mu")
     certificate["preprocessing"] = dict(query)
     what = " and ".join(w for k, w in (("feature_range", "its private feature ranges"),
                                         ("center", "its private centering"),
                                         ("curvature", "its private curvature estimate")) if k in query) or "its preprocessing"
-    composed = (f"({eps:.6g}, {delta:.3g})-DP for the final model and {what}, {adjacency} "
-                f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
-                f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
-                f"({eps_train:.6g}, {delta_train:.3g}) by {method}")
+    text = (f"({composed.epsilon:.6g}, {composed.delta:.3g})-DP for the final model and {what}, {adjacency} "
+            f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
+            f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
+            f"({eps_train:.6g}, {delta_train:.3g}) by {composed.method}")
     cert = certificate.get("certificate")
     if isinstance(cert, dict):
         cert["training_guarantee"] = cert.get("guarantee")
-        cert["guarantee"] = composed
-    certificate["epsilon_total"], certificate["delta_total"] = eps, delta
-    certificate["epsilon_total_basic"] = eps_basic
-    certificate["composition"] = method
-    return eps, delta
+        cert["guarantee"] = text
+        cert["total_rests_on"] = list(composed.rests_on)
+    certificate["epsilon_total"], certificate["delta_total"] = composed.epsilon, composed.delta
+    certificate["epsilon_total_basic"] = composed.epsilon_basic
+    certificate["composition"] = composed.method
+
+
+def compose_query(certificate: dict, eps_train: float, delta_train: float, adjacency: str,
+                  query: dict, report=None, exclude=(), covering=None) -> tuple[float, float]:
+    """Make ``certificate`` (a training certificate, changed in place) cover the model *and*
+    the private preprocessing it was trained with: :func:`compose_with_query`, written by
+    :func:`certify_composed`.  Returns the total (ε, δ), at δ = δ_train + δ_query."""
+    composed = compose_with_query(report, query, eps_train=eps_train, delta_train=delta_train, covering=covering,
+                                  exclude=exclude)
+    certify_composed(certificate, composed, eps_train if covering is None else composed.epsilon_basic
+                     - query["epsilon"], delta_train, adjacency, query)
+    return composed.epsilon, composed.delta
 
 
 def composed_epsilon(report: EpsilonReport, query: dict) -> float:
     """The total ε of ``report``'s training run composed with the Gaussian ``query``
-    (:func:`compose_query`, on a scratch certificate)."""
+    (:func:`compose_with_query`)."""
     if report.best is None:
         return math.inf
-    return compose_query({}, report.epsilon, report.delta, report.run.adjacency, query, report=report)[0]
+    return compose_with_query(report, query).epsilon
 
 
 def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict, analyses=None,

@@ -15,7 +15,7 @@ analyses: the estimator's final calibration, over every analysis, can only
 find a smaller z) — or shows without calibrating that the candidate cannot win
 (the proxy is increasing in z: a row whose proxy at the z where it would tie the
 best so far misses the target is pruned after one report; :func:`_candidate`),
-so the choice is the exhaustive search's (``prune=False`` runs that, for
+so the choice is the exhaustive search's (:data:`PRUNE` = False runs that, for
 checking) at a tenth of its cost — and scores the candidate with a **utility proxy**: an upper
 bound on the excess risk of projected noisy gradient descent on a λ-strongly
 convex, (M + λ)-smooth objective, with the calibrated noise.  For
@@ -212,6 +212,10 @@ def with_legacy_defaults(params: dict) -> dict:
     return out
 
 
+#: Whether the search skips the rows that cannot win (:func:`_candidate`); False calibrates every
+#: row, for checking that the choice is the same.
+PRUNE = True
+
 #: Relative tolerance of the search's calibrations (the final one is the accountant's default).
 SEARCH_REL_TOL = 1e-2
 
@@ -325,8 +329,7 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
                 smoothness: float, convex: bool = True, feature_clip: float = 1.0,
                 adjacency: str = "replace", noise_multiplier: float | None = None,
                 learning_rate="auto", fixed: dict | None = None,
-                model_norm: float | None = None, curvature: float | None = None,
-                prune: bool = True) -> AutoConfig:
+                model_norm: float | None = None, curvature: float | None = None) -> AutoConfig:
     """Choose (batching, batch_size, epochs, alpha) for the parameters not in
     ``fixed`` by the smallest utility proxy (module docstring), from public
     quantities only: ``n`` examples, ``d`` features, ``outputs`` scores per
@@ -339,8 +342,8 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
     (:mod:`noisysgd.curvature`), the share of the worst-case smoothness the data's own objective
     has; the amplified-composition regime's step size (and its proxy) then use M·``curvature``
     (its certificate does not depend on the step), every other row the worst case M.  Cached:
-    the same inputs give the same answer without calibrating again.  ``prune=False`` calibrates
-    every row (the same choice, about ten times slower: for checking the pruning).
+    the same inputs give the same answer without calibrating again.  With :data:`PRUNE` set to
+    False it calibrates every row (the same choice, about ten times slower: for checking).
 
     >>> cfg = auto_config(n=20000, d=50, outputs=1, epsilon=3.0, delta=1e-5, lipschitz=1.0,
     ...                   smoothness=0.5)
@@ -365,13 +368,13 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
     key = (int(n), int(d), int(outputs), epsilon, float(delta), float(lipschitz),
            None if smoothness is None else float(smoothness), bool(convex), float(feature_clip),
            adjacency, noise_multiplier, learning_rate, tuple(sorted(fixed.items())), B,
-           None if curvature is None else float(curvature), bool(prune))
-    return _auto_config(*key)
+           None if curvature is None else float(curvature))
+    return _auto_config(key, PRUNE)
 
 
 @lru_cache(maxsize=256)
-def _auto_config(n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given, lr_rule, fixed_items,
-                 B, curvature=None, prune=True) -> AutoConfig:
+def _auto_config(key: tuple, prune: bool) -> AutoConfig:
+    n, d, outputs, eps, delta, L, M0, convex, R, adjacency, z_given, lr_rule, fixed_items, B, curvature = key
     fixed = dict(fixed_items)
     p = (d + 1) * outputs
     batchings = (fixed["batching"],) if "batching" in fixed else (

@@ -37,8 +37,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import __version__
-from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_with_query, compose_query, composed_epsilon,
-                         epsilon)
+from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_with_query, certify_composed,
+                         compose_with_query, composed_epsilon, epsilon)
 from .run import (ADD_REMOVE_BATCHINGS, ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer,
                   _real, add_remove_refusal)
 from .train import Loss, TrainResult, train
@@ -48,7 +48,8 @@ from .train.engine import _check_secure_mode
 from .train.release import EVERY_ITERATE, AutoRelease, TailAverage
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
-           "Execution", "Calibrated", "RELEASES", "public_size", "describe", "calibrate_run", "execute", "certify"]
+           "Execution", "Calibrated", "RELEASES", "public_size", "describe", "calibrate_run", "execute", "certify",
+           "release_basis"]
 
 
 class DeltaWarning(UserWarning):
@@ -257,7 +258,7 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     context["calibration"] = None if calibrated.calibration is None else {
         "noise_multiplier": calibrated.calibration.noise_multiplier, "rel_tol": calibrated.calibration.rel_tol,
         "evaluations": calibrated.calibration.evaluations}
-    result = execute(calibrated, loss, X, y, bounds, execution, context, release=privacy.release)
+    result = execute(calibrated, loss, X, y, bounds, execution, context, release=privacy.release, query=privacy.query)
     certificate = certify(calibrated, result, privacy, n, int(np.shape(X)[1]))
     return PrivateFit(result, calibrated.report, calibrated.noise_multiplier, calibrated.calibration, certificate)
 
@@ -444,14 +445,27 @@ def calibrate_run(run: Run, privacy: Privacy, recorded: dict | None = None, chec
     return Calibrated(run, report, None)
 
 
+def release_basis(report: EpsilonReport, query: dict | None) -> list:
+    """The analyses the released output's total rests on: the training certificate's
+    ``rests_on``, or with a preprocessing query those of the composed total
+    (:func:`noisysgd.accountant.compose_with_query`: the analysis whose composition with the query
+    is the smallest).  ``average="auto"`` may release an average only where they all account every
+    iterate, and :func:`certify` then composes over those alone — so the release and the
+    certificate's total rest on the same analyses, whatever the near-ties between bounds."""
+    if query is None or report.best is None:
+        return report.certificate()["certificate"]["rests_on"]
+    return list(compose_with_query(report, query).rests_on)
+
+
 def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution: Execution,
-            context: dict, release: str = "last") -> TrainResult:
+            context: dict, release: str = "last", query: dict | None = None) -> TrainResult:
     """Step 4: the engine on exactly ``calibrated.run``; it refuses to train unless every
     analysis the certificate rests on applies to the run (``analyses=``).  ``release``
     "tail-average" returns the mean of the second half of the iterates as ``coef``
     (:func:`_checked_release` has restricted the analyses to composition); "auto" returns it
     where ``rests_on`` is composition alone and the iterates settled (:class:`AutoRelease`)."""
     rests_on = calibrated.report.certificate()["certificate"]["rests_on"]
+    basis = release_basis(calibrated.report, query)
     callback = None
     if execution.progress is not None:
         total, progress = calibrated.run.steps, execution.progress
@@ -477,10 +491,10 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
                                                  execution.keep_checkpoint,
                                                  context if execution.checkpoint is not None else None))
     if kept is not None:
-        return AutoRelease.kept_last(result, rests_on, kept)
+        return AutoRelease.kept_last(result, basis, kept)
     if average is None:
         return result
-    return average.released(result, rests_on) if release == "auto" else average.released(result)
+    return average.released(result, basis) if release == "auto" else average.released(result)
 
 
 def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: int, n_features: int) -> dict:
@@ -502,8 +516,11 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
     certificate["noisysgd_version"] = __version__
     calibration, query = calibrated.calibration, privacy.query
     if query is not None:  # the release is the model *and* the query's answer: the certificate covers both
-        compose_query(certificate, calibrated.report.epsilon, calibrated.report.delta, calibrated.run.adjacency,
-                      query, report=calibrated.report)
+        # an average of the iterates: only the analyses that account every iterate may carry the total
+        covering = EVERY_ITERATE if "released" in result.enforced else None
+        composed = compose_with_query(calibrated.report, query, covering=covering)
+        certify_composed(certificate, composed, composed.epsilon_basic - query["epsilon"], calibrated.report.delta,
+                         calibrated.run.adjacency, query)
     if "released" in result.enforced:  # the tail average, which composition (every iterate) covers
         guarantee = certificate["certificate"]["guarantee"]
         certificate["certificate"]["guarantee"] = guarantee.replace(
