@@ -1,4 +1,4 @@
-"""``noisysgd train`` and ``noisysgd demo``: files written all at once, bad files refused in one line."""
+"""``noisysgd train``: files written all at once, bad files refused in one line (the demo: tests/test_demo.py)."""
 
 import csv
 import json
@@ -156,6 +156,7 @@ def test_a_failure_while_writing_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_killed_train_leaves_no_output(tmp_path, blobs):
     """SIGKILL during training: the destination never appears (the temporary
     directory is only created when everything is computed)."""
@@ -188,38 +189,6 @@ def test_load_table_reads_csv_labels_and_npz(tmp_path):
         load_table(tmp_path / "b.npz", target="y")
 
 
-def test_demo_writes_its_report_and_beats_composition(tmp_path, capsys):
-    out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    hidden, comp, plain = data["rows"]
-    assert hidden["epsilon"] <= 1.0 and comp["epsilon"] <= 1.0
-    assert hidden["noise_multiplier"] < comp["noise_multiplier"] / 2
-    assert hidden["test_accuracy"] > comp["test_accuracy"] + 0.2
-    assert plain["test_accuracy"] > hidden["test_accuracy"]
-    assert sorted(os.listdir(out)) == ["accuracy.png", "certificate_composition.json",
-                                       "certificate_hidden_state.json", "demo.json",
-                                       "epsilon_vs_epochs.png", "report.md"]
-    report = json.loads((out / "demo.json").read_text())
-    # the plotted curves are the accountant's: at the last epoch, the best curve is the run's epsilon
-    # (the training's own; the model's total also pays for the private mean it was centered on)
-    best = report["plan"]["best"]["epsilon"]
-    cert = json.loads((out / "certificate_hidden_state.json").read_text())
-    assert best[-1] == pytest.approx(cert["epsilon"], rel=1e-9) and report["centered"]
-    assert hidden["epsilon"] == cert["epsilon_total"] > cert["epsilon"]
-    assert report["plan"]["epochs"][-1] == 300
-    comp_curve = report["plan"]["analyses"]["composition"]["epsilon"]
-    assert all(b <= a for a, b in zip(comp_curve[1:], comp_curve[:-1]))  # grows with epochs
-    assert "| (a) Noisy-SGD" in (out / "report.md").read_text()
-    # a second demo replaces the first report; a directory of someone else's is never touched
-    assert main(["demo", "--out", str(out)]) == 0
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "notes.txt").write_text("mine")
-    assert main(["demo", "--out", str(other)]) == 2
-    assert os.listdir(other) == ["notes.txt"]
-
-
 def _mixed_units(path, n=900):
     """Issue 27's first table: 16 columns, one in the thousands (the issue's was in the hundreds,
     where the defaults' model now clears the near-chance line, just), 61 % of one class."""
@@ -233,6 +202,7 @@ def _mixed_units(path, n=900):
     return X, y
 
 
+@pytest.mark.slow
 def test_a_model_near_chance_is_never_silent(tmp_path, capsys, blobs):
     """Raw mixed units at epsilon = 1: the clipped rows are mostly the large column, so the
     model is no better than the majority class.  Two warning lines say so — one from the
@@ -264,6 +234,7 @@ def test_a_model_near_chance_is_never_silent(tmp_path, capsys, blobs):
     assert balanced > 0.8
 
 
+@pytest.mark.slow
 def test_raw_columns_in_mixed_units_are_said_once(tmp_path, capsys):
     # centered columns in mixed units: the private mean cannot show them, the rows' statistic does
     # (one line, not private); --feature-range private is silent about it

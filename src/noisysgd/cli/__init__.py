@@ -31,7 +31,7 @@ COMMANDS = {
     "train": "train a private linear model on a CSV/NPZ/Parquet file; write model, certificate, metrics",
     "tune": "private hyperparameter selection; the certificate covers the whole tuning",
     "predict": "predictions of a model written by train/tune on a CSV/NPZ/Parquet file",
-    "demo": "train the same private model certified by hidden state and by composition (digits)",
+    "demo": "the defaults' private model on digits, then one run certified by hidden state and by composition",
     "audit": "empirical privacy audit: a lower bound on epsilon from many runs, beside the certified one",
     "figures": "draw a paper's figures from the library's bounds (PNG files)",
 }

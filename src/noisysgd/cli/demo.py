@@ -1,4 +1,4 @@
-"""``noisysgd demo``: the same private model on digits, certified by hidden state and by composition.
+"""``noisysgd demo``: the defaults' private model on digits, then one run certified by hidden state and by composition.
 
 The computation and the report are :mod:`noisysgd.demo`; this module reads the
 flags, runs it and prints the table.
@@ -11,7 +11,7 @@ import json
 from .. import demo
 from ..demo import MARKER
 
-HELP = "train the same private model certified by hidden state and by composition (digits)"
+HELP = "the defaults' private model on digits, then one run certified by hidden state and by composition"
 DESCRIPTION = demo.__doc__.split("\n\n")[1].replace("\n", " ")
 EXAMPLES = "example:\n  noisysgd demo --epsilon 1 --delta 1e-5 --out noisysgd-demo\n"
 
@@ -19,7 +19,7 @@ EXAMPLES = "example:\n  noisysgd demo --epsilon 1 --delta 1e-5 --out noisysgd-de
 def cmd_demo(args) -> int:
     from ..io import check_output_dir
     from ..figures import require_matplotlib
-    from ..demo import CONFIG, run_demo, table, write_report
+    from ..demo import run_demo, summary, write_report
 
     check_output_dir(args.out, replace_marker=MARKER)
     require_matplotlib()
@@ -30,15 +30,7 @@ def cmd_demo(args) -> int:
         data["out"] = str(out)
         print(json.dumps(data, indent=2, allow_nan=False))
         return 0
-    print(f"noisysgd demo: digits, (epsilon, delta) = ({args.epsilon:g}, {args.delta:g}), "
-          f"{CONFIG['epochs']} epochs of {CONFIG['batching']} batches of {CONFIG['batch_size']}")
-    print()
-    print(table(result))
-    print()
-    a, b = result["rows"][0], result["rows"][1]
-    print(f"Same algorithm and hyperparameters: certifying only the final model needs "
-          f"{b['noise_multiplier'] / a['noise_multiplier']:.1f}x less noise than composition.")
-    print(f"report: {out}/report.md ({result['seconds']:.1f} s)")
+    print(summary(result, out))
     return 0
 
 
