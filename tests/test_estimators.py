@@ -31,6 +31,7 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::noisysgd.private_fit.DeltaWarning")
 @pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
 def test_the_skipped_accuracy_checks_fail_only_for_the_privacy_noise():
@@ -145,6 +146,7 @@ def test_clipped_softmax_is_not_convex_but_one_vs_rest_is():
     assert ovr.privacy_report_["best_analysis"] not in ("composition", "composition-pld")
 
 
+@pytest.mark.slow
 def test_regressor_huber_and_squared():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(4000, 3))
@@ -246,6 +248,9 @@ def _fallback_warnings(**params):
     (dict(alpha=0.0), "alpha=0", {"strong_convexity": 0.01}),
 ])
 def test_a_choice_that_loses_the_hidden_state_bound_warns_once_with_the_noise_factor(params, choice, fix):
+    """The warning's advice is one report of the alternative run at the fit's own noise (nothing is
+    calibrated inside a warning): the epsilon a hidden-state bound certifies there, checked here
+    against an independent report of that run."""
     import re
     from dataclasses import fields
 
@@ -254,22 +259,21 @@ def test_a_choice_that_loses_the_hidden_state_bound_warns_once_with_the_noise_fa
     assert len(caught) == 1
     message = str(caught[0].message)
     assert "\n" not in message and f"with {choice} " in message
-    z, factor, z_alt = re.search(r"noise multiplier ([\d.]+), ([\d.]+)x the ([\d.]+) that", message).groups()
+    z, eps_alt, analysis, eps_now = re.search(
+        r"noise multiplier ([\d.]+); the same noise with .* is certified at epsilon ([\d.e-]+) by (\S+), not "
+        r"([\d.]+)", message).groups()
     assert float(z) == pytest.approx(clf.noise_multiplier_, rel=1e-3)
-    # the alternative, calibrated independently at the accountant's default tolerance: the
-    # warning's search used rel_tol=1e-2, so its z is at most 1% above (never below) this one
+    assert float(eps_now) == pytest.approx(clf.epsilon_, rel=1e-3)
     run = clf.run_
     kw = {f.name: getattr(run, f.name) for f in fields(run) if f.name != "steps"}
     if "strong_convexity" in fix:
         kw["smoothness"] = run.smoothness + 0.01
         kw["learning_rate"] = 0.5 / kw["smoothness"]
     kw.update(fix)
-    alt = noisysgd.Run.from_epochs(epochs=50, **kw)
-    cal = noisysgd.calibrate(alt, epsilon=1.0, delta=1e-5)
-    assert cal.report.best.analysis not in ("composition", "composition-pld")
-    assert cal.noise_multiplier * (1 - 1e-3) <= float(z_alt) <= cal.noise_multiplier * 1.0101
-    assert float(factor) == pytest.approx(clf.noise_multiplier_ / float(z_alt), abs=0.051)
-    assert float(factor) > 2  # the issue's "silent" noise: here 4x
+    alt = noisysgd.epsilon(noisysgd.Run.from_epochs(epochs=50, **kw), delta=1e-5)
+    assert analysis == alt.best.analysis and analysis not in ("composition", "composition-pld")
+    assert float(eps_alt) == pytest.approx(alt.epsilon, rel=1e-3)
+    assert float(eps_alt) < 0.5  # the issue's "silent" cost: at the same noise, a bound far below epsilon=1
 
 
 def test_no_fallback_warning_when_a_hidden_state_bound_is_used():
@@ -300,6 +304,7 @@ def test_no_fallback_warning_for_dp_sgd_chosen_on_purpose():
 
 # ---------------------------------------------------------------- automatic configuration
 
+@pytest.mark.slow
 def test_auto_configuration_depends_on_n_and_d_only():
     X, y = _binary(n=1500, d=4, seed=1)
     rng = np.random.default_rng(7)
@@ -410,6 +415,7 @@ def test_intercept_scaling_default_is_a_quarter_of_the_clip_and_the_model_is_con
         NoisySGDRegressor(epsilon=5.0, intercept_scaling="auto").fit(X, X[:, 0])
 
 
+@pytest.mark.slow
 def test_a_classifier_near_chance_says_so_once():
     """Issue 27 §3: raw mixed units at epsilon = 1 give a model no better than the majority
     class; fit warns once, with the training balanced accuracy (scikit-learn's, labelled as
@@ -437,6 +443,7 @@ def test_a_classifier_near_chance_says_so_once():
     assert not [w for w in caught if "barely better" in str(w.message)]
 
 
+@pytest.mark.slow
 def test_raw_columns_in_mixed_units_are_never_silent():
     """Issue 27 §3: centered columns in mixed units (make_classification x 10^U(-3, 3)): the private
     mean is ~0 and cannot show which columns take the clipped norm; the training rows do (a

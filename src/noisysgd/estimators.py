@@ -57,7 +57,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .accountant import calibrate, calibrate_with_query
+from .accountant import composed_epsilon, epsilon as epsilon_report
 from .config import CompositionFallbackWarning
 from .pipeline import Declared, auto_intercept_scaling, fit_declared
 from .planning import BASELINES
@@ -105,7 +105,8 @@ def classification_loss(n_classes: int, multi_class: str = "softmax"):
 #: when epsilon is given, None when the noise multiplier is.
 CLASSIFIER_CENTER = "auto"
 
-#: A CompositionFallbackWarning names an alternative only if it saves at least this noise factor.
+#: A CompositionFallbackWarning names an alternative only if, at the run's noise, it is certified at an
+#: epsilon at least this factor below the run's.
 FALLBACK_FACTOR = 1.25
 
 
@@ -214,8 +215,9 @@ class _NoisySGDBase(BaseEstimator):
     def _warn_if_composition(self, fit, p, loss, target_bound, query=None):
         """One :class:`CompositionFallbackWarning` when the calibration ended on a
         composition bound because every hidden-state analysis refused the run,
-        naming the choice that lost them and the noise factor it costs (each alternative
-        calibrated as the run was: to the total composed with the preprocessing ``query``)."""
+        naming the choice that lost them and what it costs: the epsilon at which the run's own noise
+        would be certified with that choice changed (one report, composed with the preprocessing
+        ``query`` as the run was; nothing is calibrated inside a warning)."""
         report = fit.report
         best = report.best
         if best is None or best.analysis not in BASELINES:
@@ -259,32 +261,31 @@ class _NoisySGDBase(BaseEstimator):
                             if r.reason and k in ("shifted-interpolation", "ye-shokri", "ye-shokri-reshuffle"))
         why = reasons or "see privacy_report_['analyses']"
         z = fit.noise_multiplier
+        eps_now = fit.total[0]
         for change, name in alternatives:
-            alt = self._alternative_run(run, epochs, p, change)
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    if query is None:
-                        cal = calibrate(alt, epsilon=p["epsilon"], delta=report.delta, analyses=self.analysis,
-                                        rel_tol=1e-2)
-                    else:
-                        cal = calibrate_with_query(alt, epsilon=p["epsilon"], delta=report.delta, query=query,
-                                                   analyses=self.analysis, rel_tol=1e-2)
-            except ValueError:
+            # advice from one report of the alternative at the run's own noise (no calibration): the
+            # epsilon that noise would be certified at, composed with the queries as the run was
+            alt = self._alternative_run(run, epochs, p, change).replace(noise_multiplier=z)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    alt_report = epsilon_report(alt, delta=report.delta, analyses=self.analysis)
+                except ValueError:
+                    continue
+            if alt_report.best is None or alt_report.best.analysis in BASELINES:
                 continue
-            if cal.report.best is None or cal.report.best.analysis in BASELINES:
-                continue
-            if cal.noise_multiplier > z / FALLBACK_FACTOR:
-                continue  # the hidden-state bound of the alternative would not save much noise
+            eps_alt = alt_report.epsilon if query is None else composed_epsilon(alt_report, query)
+            if not eps_alt * FALLBACK_FACTOR <= eps_now:
+                continue  # the hidden-state bound of the alternative would not save much
             fix = ", ".join(f"{k}={v!r}" for k, v in change.items())
             warnings.warn(
                 f"{type(self).__name__}: with {name} "
                 + ("no hidden-state analysis covers the run" if refused else
                    "every hidden-state bound is weaker than composition")
                 + f", so the noise was calibrated by composition ({best.analysis}, as if every iterate were "
-                f"released): noise multiplier {z:.4g}, {z / cal.noise_multiplier:.1f}x the "
-                f"{cal.noise_multiplier:.4g} that {fix} needs for the same (epsilon, delta) under "
-                f"{cal.report.best.analysis}. Why: {why}",
+                f"released): noise multiplier {z:.4g}; the same noise with {fix} is certified at epsilon "
+                f"{eps_alt:.4g} by {alt_report.best.analysis}, not {eps_now:.4g}, so it needs less noise for the "
+                f"same target. Why: {why}",
                 CompositionFallbackWarning, stacklevel=4)
             return
         if not refused or run.adjacency == "add-remove":

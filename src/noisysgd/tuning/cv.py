@@ -571,22 +571,21 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         for those parameters — but with a label set that does not depend on which
         classes the random training part happens to contain."""
         from ..estimators import classification_loss
-        from ..private_fit import Bounds, Execution, Privacy, Schedule, fit_private
+        from ..pipeline import Declared, fit_declared
+        from ..private_fit import Execution
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         b = params["batch_size"]
         if params["batching"] != "full":
             b = min(int(b), X.shape[0])
-        return fit_private(
-            X, y_encoded, loss,
-            Schedule(epochs=params["epochs"], batch_size=b, batching=params["batching"],
-                     learning_rate=params["learning_rate"], l2=params["alpha"],
-                     initialization=params["initialization"]),
-            Bounds(feature_clip=params["feature_clip"], intercept_scaling=_intercept_scaling(params),
-                   clip_norm=params["clip_norm"], diameter=params["diameter"]),
-            Privacy(delta=delta, noise_multiplier=z, adjacency=params["adjacency"], analyses=params["analysis"]),
-            Execution(random_state=seed, dtype=np.dtype(params["dtype"]), secure_mode=bool(params["secure_mode"])),
-        )
+        declared = Declared(
+            task="classification", epsilon=None, delta=delta, noise_multiplier=z, epochs=params["epochs"],
+            batch_size=b, batching=params["batching"], learning_rate=params["learning_rate"], alpha=params["alpha"],
+            feature_clip=params["feature_clip"], intercept_scaling=_intercept_scaling(params),
+            clip_norm=params["clip_norm"], diameter=params["diameter"], adjacency=params["adjacency"],
+            analyses=params["analysis"], initialization=params["initialization"])
+        return fit_declared(X, y_encoded, loss, declared, Execution(
+            random_state=seed, dtype=np.dtype(params["dtype"]), secure_mode=bool(params["secure_mode"]))).fit
 
     @staticmethod
     def _predict_encoded(fit, X):
