@@ -100,3 +100,50 @@ def test_no_function_over_120_lines_or_15_parameters():
 
 def test_no_command_line_module_at_the_package_root():
     assert not list(SRC.glob("*_cli.py")) and (SRC / "cli" / "common.py").exists()
+
+
+def _module_graph() -> dict:
+    """Module → the modules of the package it imports (relative imports, at any depth: a function's
+    lazy import counts too, since it closes the same circle when it runs)."""
+    mods = {_module(p): p for p in SRC.rglob("*.py")}
+    graph = {m: set() for m in mods}
+    for m, path in mods.items():
+        package = m if path.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.level):
+                continue
+            base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+            if node.module:
+                target = ".".join(base + [node.module])
+                targets = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in mods] or [target]
+            else:
+                targets = [".".join(base + [a.name]) for a in node.names]
+            for t in targets:
+                while t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in mods and t != m:
+                    graph[m].add(t)
+    return graph
+
+
+def test_no_import_cycle():
+    """No module imports, directly or through others, a module that imports it back (the CLI's train and
+    train_workers did: what they share lives in cli/training.py)."""
+    graph = _module_graph()
+    cycles, state = [], {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for t in sorted(graph[m]):
+            if state.get(t) == "open":
+                cycles.append(path[path.index(t):] + [t])
+            elif t not in state:
+                visit(t, path + [t])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, cycles
+    assert "noisysgd.cli.training" in graph["noisysgd.cli.train_workers"]  # (the graph sees lazy imports)
+

@@ -18,7 +18,7 @@ from ..io import check_output_dir, load_table
 from ..train import PrivacyLeakWarning
 from ..pipeline import fit_declared
 from ..private_fit import Execution
-from .train import _check_flags, _finish, _loss, declared
+from .training import check_flags, declared, finish, task_loss
 
 def torchrun_env():
     """(rank, world size) when started by torchrun (or any launcher setting RANK and
@@ -68,7 +68,7 @@ def cmd_train_distributed(args, env) -> int:
                          "split the data into training and hold-out files, and score with noisysgd predict.")
     if args.backend == "nccl" and env is None:
         raise ValueError("--backend nccl needs torchrun (one GPU per process); --workers uses gloo.")
-    _check_flags(args)
+    check_flags(args)
     if env is None:
         out = check_output_dir(args.out)  # before starting anything
         from ..train.distributed import launch_local
@@ -176,10 +176,10 @@ def _train_rank(rank, world, args, out) -> None:
         with warnings.catch_warnings():
             if rank != 0:  # one warning (if any) for the whole data set, from rank 0
                 warnings.simplefilter("ignore", PrivacyLeakWarning)
-            loss, _, classes = _loss(args, all_labels)  # checks on the classes of the whole data set
+            loss, _, classes = task_loss(args, all_labels)  # checks on the classes of the whole data set
         y_enc = np.searchsorted(classes, y)
     else:
-        loss, y_enc, classes = _loss(args, y)
+        loss, y_enc, classes = task_loss(args, y)
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
     decl = declared(args, X.shape[1], epsilon, queries=False)  # the same on every rank: no query on a shard
     device = "cpu"
@@ -211,7 +211,7 @@ def _train_rank(rank, world, args, out) -> None:
     total = float(sum(sums))
     quality = ({"train_rmse": float(np.sqrt(total / n))} if args.task == "regression"
                else {"train_accuracy": total / n})
-    _finish(args, out, fit, dict(loss=loss, classes=classes, target=args.target, feature_names=names),
+    finish(args, out, fit, dict(loss=loss, classes=classes, target=args.target, feature_names=names),
             source=source, n=n, quality=quality, seconds=seconds,
             extra={"workers": world, "backend": "torch.distributed " + args.backend})
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..io import check_output_dir, load_table
 from ..model import model_document
-from .train import _declared_classes, _float_or_auto, _learning_rate, add_schedule_flags
+from .training import add_schedule_flags, declared_classes, float_or_auto, learning_rate_flag
 from .common import add_categorical_flag, categorical_arg, write_outputs
 
 __all__ = ["add_arguments", "cmd_tune", "parse_grid"]
@@ -117,9 +117,9 @@ def add_arguments(p) -> None:
                                       "epsilon and delta)",
                        batch_help="default auto", lr_help="step size, auto or max")
     p.add_argument("--feature-clip", type=float, default=1.0)
-    p.add_argument("--intercept-scaling", type=_float_or_auto, default="auto", metavar="S|auto",
+    p.add_argument("--intercept-scaling", type=float_or_auto, default="auto", metavar="S|auto",
                    help="the bias coordinate of every clipped feature vector (auto = feature clip / 4)")
-    p.add_argument("--clip-norm", type=_float_or_auto, default="auto", metavar="L|auto",
+    p.add_argument("--clip-norm", type=float_or_auto, default="auto", metavar="L|auto",
                    help="per-example gradient clipping norm; auto: none, except a candidate the search chose for "
                         "amplified composition, clipped at 0.3 of the natural Lipschitz constant")
     p.add_argument("--diameter", type=float)
@@ -145,11 +145,11 @@ def cmd_tune(args) -> int:
     grid = parse_grid(args.grid)
     table = load_table(args.data, target=args.target, categorical=categorical_arg(args.categorical))
     base = NoisySGDClassifier(
-        epochs=args.epochs, batch_size=args.batch_size, batching=args.batching, learning_rate=_learning_rate(args.lr),
+        epochs=args.epochs, batch_size=args.batch_size, batching=args.batching, learning_rate=learning_rate_flag(args.lr),
         alpha=args.alpha, feature_clip=args.feature_clip, clip_norm=args.clip_norm,
         intercept_scaling=args.intercept_scaling,
         diameter=args.diameter, multi_class="ovr" if args.loss == "ovr" else "softmax",
-        classes=_declared_classes(args, table.y),
+        classes=declared_classes(args, table.y),
     )
     cv = NoisySGDClassifierCV(
         grid, estimator=base, epsilon=args.epsilon, delta=args.delta, selection=args.selection,

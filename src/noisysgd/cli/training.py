@@ -1,0 +1,360 @@
+"""What ``noisysgd train``'s one-process and data-parallel paths (and ``noisysgd tune``) share: the
+flags checked and translated into the pipeline's declarations (:class:`noisysgd.pipeline.Declared`),
+the loss of the labels, and the outputs written at the end (:func:`finish`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+import numpy as np
+
+from ..estimators import classification_loss
+from ..io import check_output_file
+from ..model import model_document
+from ..pipeline import Declared, auto_intercept_scaling
+from ..run import BATCHING_SCHEMES
+from ..train import ClassWeighted, Huber, Squared, encode_labels
+from ..train.checkpoint import delete_checkpoint
+from .common import write_outputs
+
+__all__ = ["task_loss", "class_weighted", "plain_label", "declared_classes", "learning_rate_flag", "or_auto",
+           "int_or_auto", "float_or_auto", "feature_range_flag", "center_rule", "declared", "flag_params",
+           "add_schedule_flags", "check_schedule_flags", "check_flags", "recorded", "finish", "RELEASE"]
+
+
+def task_loss(args, y):
+    if args.task == "regression":
+        if args.loss not in ("auto", "huber", "squared"):
+            raise ValueError(f"loss must be huber or squared for --task regression. Found {args.loss!r}.")
+        if y.dtype == object:
+            raise ValueError("target must be numeric for --task regression. Found text labels.")
+        return (Squared() if args.loss == "squared" else Huber(args.huber_delta)), y, None
+    if args.loss in ("huber", "squared"):
+        raise ValueError(f"loss must be logistic, softmax or ovr for classification. Found {args.loss!r}.")
+    declared = declared_classes(args, y)
+    if declared is None and np.unique(y).size < 2:
+        raise ValueError(f"target must hold at least two classes for classification. Found 1 class: "
+                         f"{plain_label(np.unique(y)[0])!r}.")
+    classes, encoded, args.classes_source = encode_labels(y, declared, name="--classes", stacklevel=2)
+    if args.loss == "logistic" and classes.size > 2:
+        raise ValueError(
+            f"loss must be softmax or ovr for {classes.size} classes (logistic is binary). Found 'logistic'."
+        )
+    multi = "ovr" if args.loss == "ovr" else "softmax"
+    return class_weighted(args, y, classes, classification_loss(classes.size, multi)), encoded, classes
+
+
+def class_weighted(args, y, classes, loss):
+    """``loss`` weighted by ``--class-weight A=W,B=W`` (:meth:`ClassWeighted.from_dict`), or as it is."""
+    text = getattr(args, "class_weight", None)
+    if text is None:
+        return loss
+    given = {}
+    for part in text.split(","):
+        label, sep, value = part.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = None
+        if not sep or not label.strip() or weight is None or not (math.isfinite(weight) and weight > 0):
+            raise ValueError(f"--class-weight must be LABEL=WEIGHT,... with positive weights. Found {text!r}.")
+        key = label.strip()
+        if y.dtype.kind in "fiub":
+            try:
+                key = float(key)
+            except ValueError:
+                raise ValueError(f"--class-weight must name numeric labels for a numeric target. Found "
+                                 f"{label.strip()!r}.") from None
+        given[key] = weight
+    labels = [plain_label(c) for c in classes]
+    try:
+        return ClassWeighted.from_dict(loss, given, labels)
+    except LookupError as unknown:
+        raise ValueError(f"--class-weight must name classes among {labels}. Found {unknown.args[0]!r}.") from None
+
+
+def plain_label(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def declared_classes(args, y):
+    """``--classes A,B,...`` as labels of ``y``'s kind (numbers for a numeric target), or None."""
+    text = getattr(args, "classes", None)
+    if text is None:
+        return None
+    if getattr(args, "task", "classification") == "regression":
+        raise ValueError(f"classes must not be given for --task regression. Found {text!r}.")
+    labels = [t.strip() for t in text.split(",")]
+    if any(not t for t in labels):
+        raise ValueError(f"classes must be a comma-separated list of labels. Found {text!r}.")
+    if y.dtype.kind in "fiub":
+        try:
+            return [float(t) for t in labels]
+        except ValueError:
+            raise ValueError(f"classes must be numbers for a numeric target. Found {text!r}.") from None
+    return labels
+
+
+def learning_rate_flag(text):
+    if text in ("auto", "max"):
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"learning_rate must be 'auto', 'max' or a positive number. Found {text!r}.") from None
+
+
+def or_auto(convert, what: str):
+    """An argparse type: the word "auto", or ``convert(text)`` (else the message names ``what``)."""
+    def parse(text):
+        if text == "auto":
+            return text
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} or 'auto' was expected. Found {text!r}.") from None
+    return parse
+
+
+int_or_auto = or_auto(int, "a whole number")
+
+
+float_or_auto = or_auto(float, "a number")
+
+
+def feature_range_flag(args, d: int, epsilon):
+    """--feature-range as the pipeline's declaration: None, "private" or public (low, high) arrays."""
+    if args.feature_range is None:
+        return None
+    text = args.feature_range.strip()
+    if text == "private":
+        if epsilon is None:
+            raise ValueError("--feature-range private spends a share of --epsilon; it cannot be combined with "
+                             "--noise-multiplier.")
+        return "private"
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--feature-range must be LOW,HIGH (two numbers) or 'private'. Found {text!r}.") from None
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"--feature-range must have finite LOW < HIGH. Found {text!r}.")
+    return np.full(d, low), np.full(d, high)
+
+
+def center_rule(args, epsilon) -> str | None:
+    """--center resolved: "private", or None (auto: private for classification with --epsilon)."""
+    if args.center == "private":
+        if epsilon is None:
+            raise ValueError("--center private spends a share of --epsilon; it cannot be combined with "
+                             "--noise-multiplier (use --center none).")
+        return "private"
+    if args.center == "auto" and args.task == "classification" and epsilon is not None:
+        return "private"
+    return None
+
+
+def declared(args, d: int, epsilon, *, queries: bool = True) -> Declared:
+    """``noisysgd train``'s flags as the pipeline's :class:`~noisysgd.pipeline.Declared` (checked
+    here, where the messages name the flags); ``queries=False``: no private preprocessing (a
+    data-parallel rank, which holds its shard only)."""
+    check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
+    p = flag_params(args, epsilon, args.delta)
+    return Declared(
+        task=args.task, epsilon=epsilon, delta=args.delta, noise_multiplier=args.noise_multiplier,
+        epochs=p["epochs"], batch_size=p["batch_size"], batching=p["batching"], learning_rate=p["learning_rate"],
+        alpha=p["alpha"], feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
+        intercept_auto=args.intercept_auto, clip_norm=args.clip_norm, diameter=args.diameter,
+        target_bound=args.target_bound, adjacency=args.adjacency, public_n=args.public_n,
+        analyses=args.analysis or "best", release=RELEASE[args.average], initialization=args.initialization,
+        feature_range=feature_range_flag(args, d, epsilon) if queries else None,
+        center=center_rule(args, epsilon) if queries else None)
+
+
+def flag_params(args, epsilon, delta) -> dict:
+    """The flags as :func:`noisysgd.config.configure` reads an estimator's parameters."""
+    p = {"epochs": args.epochs, "batch_size": args.batch_size, "batching": args.batching, "alpha": args.alpha,
+         "epsilon": epsilon, "delta": delta, "noise_multiplier": args.noise_multiplier,
+         "learning_rate": learning_rate_flag(args.lr), "feature_clip": args.feature_clip,
+         "clip_norm": args.clip_norm, "diameter": args.diameter, "adjacency": args.adjacency,
+         "intercept_scaling": args.intercept_scaling}
+    if p["batching"] not in ("auto", "full") and p["batch_size"] == "auto" and "auto" not in (
+            p["epochs"], p["alpha"]):
+        p["batch_size"] = 256  # a minibatch scheme with nothing else left to choose: the former default
+    return p
+
+
+def add_schedule_flags(p, *, epochs_help: str, batch_help: str, lr_help: str) -> None:
+    """--epochs, --batch-size, --batching, --lr and --alpha, each "auto" by default (noisysgd train and
+    tune: the automatic configuration chooses them together; ``epochs_help`` ends its help)."""
+    p.add_argument("--epochs", type=int_or_auto, default="auto",
+                   help="passes over the data, or auto (default: chosen with --batch-size, --batching and --alpha "
+                        + epochs_help)
+    p.add_argument("--batch-size", type=int_or_auto, default="auto", help=batch_help)
+    p.add_argument("--batching", default="auto", choices=BATCHING_SCHEMES + ("auto",), help="default auto")
+    p.add_argument("--lr", default="auto", help=lr_help)
+    p.add_argument("--alpha", type=float_or_auto, default="auto", help="L2 regularization lambda (default auto)")
+
+
+#: ``--average``'s values as fit_private's ``release`` (None: resolved by check_flags).
+RELEASE = {"yes": "tail-average", "no": "last", "auto": "auto"}
+
+
+def check_schedule_flags(args, epsilon, delta) -> None:
+    """The schedule flags' own checks (the messages name them)."""
+    from ..rdp import validate_delta
+    from ..run import _integer, _real
+
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) != "auto":
+            _integer(name, getattr(args, name))
+    if args.alpha != "auto":
+        _real("l2", args.alpha, positive=False)
+    if epsilon is not None:
+        _real("epsilon", epsilon)
+    if args.noise_multiplier is not None:
+        _real("noise_multiplier", args.noise_multiplier)
+    if delta is not None:
+        validate_delta(delta)
+    _real("feature_clip", args.feature_clip)
+
+
+def check_flags(args) -> None:
+    """The checkpoint and secure-mode flags, before anything is read; resolves
+    ``--intercept-scaling auto`` (R/4 for classification, as the estimator; 1 for regression)."""
+    from ..run import _real
+
+    _real("feature_clip", args.feature_clip)
+    if args.average is None:  # as the estimators: auto for the classifier, the last iterate for the regressor
+        args.average = "auto" if args.task == "classification" else "no"
+    if args.average == "yes" and args.batching == "auto":
+        args.batching = "poisson"  # composition certifies an average: DP-SGD's batches
+    if args.holdout is not None and args.adjacency == "add-remove":
+        raise ValueError("--holdout needs --adjacency replace: its split sizes come from the number of rows, so "
+                         "under add-remove a neighbour's training set can be this one with a row replaced; split "
+                         "the file beforehand and score with noisysgd predict.")
+    args.intercept_auto = args.intercept_scaling == "auto"
+    if args.intercept_auto:
+        args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
+    _real("intercept_scaling", args.intercept_scaling)
+    if args.secure_mode and args.seed is not None:
+        raise ValueError(
+            "--seed cannot be combined with --secure-mode: the noise, the batches and the start then come "
+            "from the operating system's CSPRNG, and a seed would make them reproducible by whoever knows it."
+        )
+    if args.checkpoint is None:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint PATH (the checkpoint of the run to continue).")
+        if args.checkpoint_every is not None:
+            raise ValueError("--checkpoint-every needs --checkpoint PATH.")
+        return
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be a whole number of epochs >= 1. Found {args.checkpoint_every}.")
+    check_output_file(args.checkpoint, "checkpoint")
+    if os.path.exists(args.checkpoint) and not args.resume:
+        raise ValueError(
+            f"--checkpoint: {args.checkpoint!r} already exists (a run in progress, or a finished one that "
+            "was kept): add --resume to continue the run it holds, or delete it to start a new run."
+        )
+
+
+def recorded(args):
+    """The preprocessing query recorded in the checkpoint --resume continues (its answer is reused)."""
+    if not getattr(args, "resume", False):
+        return None
+    from ..preprocessing import recorded_query
+
+    return recorded_query(args.checkpoint)
+
+
+def finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=None) -> int:
+    """Write model.json, certificate.json and metrics.json into ``out`` at once, and report.
+    ``model``: what :func:`noisysgd.model.model_document` needs besides the fit (the loss,
+    classes, target, feature names, and the feature map: ranges, center)."""
+    result, loss = fit.result, model["loss"]
+    classes = model.get("classes")
+    if classes is not None:
+        fit.certificate["classes"] = {"source": args.classes_source, "classes": [c.item() if hasattr(c, "item")
+                                                                                 else c for c in classes]}
+    if isinstance(loss, ClassWeighted):
+        fit.certificate["class_weight"] = loss.record([plain_label(c) for c in classes])
+    model = {"feature_clip": args.feature_clip, **model}  # (the training's clip: after centering, R_c)
+    model = model_document(
+        task=args.task, classes_source=getattr(args, "classes_source", None),
+        coef=result.coef, version=fit.certificate["noisysgd_version"], intercept_scaling=result.intercept_scaling,
+        **model)
+    metrics = {
+        "noise_multiplier": fit.noise_multiplier,
+        "epsilon": fit.epsilon,
+        "delta": fit.report.delta,
+        "best_analysis": fit.report.best.analysis,
+        "steps": result.steps,
+        "epochs": fit.run.epochs,
+        "n": n,
+        "wall_seconds": seconds,
+        "secure_mode": args.secure_mode,
+        "checkpoint": result.enforced.get("checkpoint"),
+        **(extra or {}),
+        "not_private": {
+            **quality,
+            "note": ("computed on the training data: not covered by the certificate; do not publish "
+                     "it as if it were"),
+        },
+    }
+    write_outputs(out, model, fit.certificate, metrics)
+    if args.checkpoint is not None:  # the outputs are on disk: the secret state goes
+        delete_checkpoint(args.checkpoint)
+    if args.json:
+        import json
+
+        print(json.dumps({**metrics, "out": str(out)}, indent=2, allow_nan=False))
+        return 0
+    if fit.run.adjacency == "add-remove":  # n is the declared size; the rows trained on are not recorded
+        print(f"trained on {source} ({args.task}, {loss!r}), {result.steps} steps at the rate b/n of the "
+              f"declared public n = {n}")
+    else:
+        print(f"trained on {n} examples from {source} ({args.task}, {loss!r}), {result.steps} steps")
+    ledger = result.enforced.get("checkpoint")
+    if ledger and ledger["resumed_at_step"] is not None:
+        print(f"resumed from the checkpoint at step {ledger['resumed_at_step']} (sessions: "
+              + ", ".join(f"{a}-{b}" for a, b in ledger["sessions"]) + "); the noise was not calibrated again")
+    from ..text import fill
+
+    print(fill(f"privacy: {fit.certificate['certificate']['guarantee']}"))
+    print(f"noise multiplier z = {fit.noise_multiplier:.6g} ({fit.report.best.analysis})")
+    if "released" in result.enforced or "release" in result.enforced:  # an average, or --average auto's choice
+        print(fill(f"released: {fit.certificate['certificate']['released']}"))
+    config = fit.certificate.get("config") or {}
+    if config.get("auto"):
+        run = fit.run
+        chosen = config.get("chosen", {})
+        alpha = run.strong_convexity if config.get("clip") else chosen.get("alpha", run.strong_convexity)
+        clip = f", gradients clipped at {run.lipschitz:.4g} (--clip-norm auto)" if config.get("clip") else ""
+        regime = f"{chosen['regime']} regime, " if chosen.get("regime") else ""
+        source = ("public quantities and the private curvature estimate" if (config.get("assumptions") or {}).get(
+            "curvature_ratio") is not None else "public quantities only")
+        print(fill(f"configuration (auto, from {source}): {regime}batching={run.batching}, batch "
+                   f"size {run.batch_size or n}, {run.epochs:g} epochs, learning rate {run.learning_rate:.4g}, "
+                   f"alpha={alpha:g}{clip}; intercept scaling {fit.result.intercept_scaling:g}"))
+    pre = fit.certificate.get("preprocessing") or {}
+    if pre.get("center") == "private":
+        print(fill("centering: the rows minus a private mean (in the privacy line), then clipped to "
+                   f"{pre['feature_clip_after_centering']:.4g}" if pre.get("centered") else
+                   "centering: the private mean did not stand out of its noise; the rows were not centered"))
+    if args.secure_mode:
+        print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
+    name, value = next(iter(quality.items()))
+    balanced = (f", balanced accuracy = {quality['train_balanced_accuracy']:.4f}"
+                if "train_balanced_accuracy" in quality else "")
+    print(f"{name.replace('_', ' ')} = {value:.4f}{balanced} (on the training data; not private)")
+    held = (extra or {}).get("holdout")
+    if held is not None:
+        name = "accuracy" if "accuracy" in held else "rmse"
+        balanced = f", balanced accuracy = {held['balanced_accuracy']:.4f}" if "balanced_accuracy" in held else ""
+        print(f"hold-out {name} = {held[name]:.4f}{balanced} ({held['rows']} rows split off before training and "
+              "not used in it; not covered by the certificate)")
+    print(f"wrote {out}/model.json, certificate.json, metrics.json")
+    if args.checkpoint is not None:
+        print(f"deleted the checkpoint {args.checkpoint} (it held secret training state)")
+    return 0
