@@ -239,7 +239,7 @@ def epsilon(
 def skipped_by_best(name: str, names, include_unsound: bool) -> bool:
     """Whether the best bound leaves analysis ``name`` uncomputed: flagged not sound, not
     named, and ``include_unsound`` off — it could never supply the best bound, so its cost
-    (for some, minutes and gigabytes) is not paid (issue 28)."""
+    (for some, minutes and gigabytes) is not paid."""
     return not include_unsound and name not in names and not get_analysis(name).sound
 
 

@@ -67,7 +67,7 @@ proof: only the variance of the stochastic gradient costs, not its mean)
 
 is a third candidate; the proxy takes the smallest that holds.
 
-**Two regimes** (issue 26 §1).  The grid above is the *hidden-state* regime:
+**Two regimes**.  The grid above is the *hidden-state* regime:
 η = 1/(2(M + λ)) (under the analyses' contraction limits), certified by the best
 hidden-state bound, only the last iterate released.  The *amplified-composition*
 regime is DP-SGD's: Poisson batches at rate b/n (:data:`COMPOSITION_GRID`), certified
@@ -137,7 +137,7 @@ GRID = {
 }
 #: What the estimators used before "auto" (and use when the grid is empty).
 LEGACY = {"batching": "cyclic", "batch_size": 256, "epochs": 100, "alpha": 0.01}
-#: The amplified-composition regime (issue 26 §1): DP-SGD's Poisson batches at rate b/n, the
+#: The amplified-composition regime: DP-SGD's Poisson batches at rate b/n, the
 #: step size chosen for optimisation (the smooth bound's η = 1/(M + λ + √(VT/2)/B), free of any
 #: analysis' contraction limit: composition needs none), certified by composition (every iterate
 #: covered).  Batch sizes above n/4 are left out (little amplification left); when none
@@ -189,7 +189,7 @@ CLIP_FACTOR = 0.3
 #: The clipped composition run's step, in units of the unclipped step over CLIP_FACTOR (above).
 CLIP_STEP = 1.5
 #: The batchings searched under add/remove adjacency, where :class:`~noisysgd.run.Run`
-#: refuses cyclic and full batches (an added row moves every later batch; issue 24):
+#: refuses cyclic and full batches (an added row moves every later batch):
 #: Poisson batches at the rate b/n of the declared public n, certified by composition with
 #: sensitivity L (Run refuses ``sample`` there too: an added row changes every other row's
 #: chance b/m).  The epochs are those of the cyclic grid.

@@ -1,4 +1,4 @@
-"""A private estimate of the data's curvature: the step size of the composition regime (issue 26).
+"""A private estimate of the data's curvature: the step size of the composition regime.
 
 The smoothness M the analyses use is the worst case over all data sets: a generalised linear
 loss with ψ'' ≤ κ on rows of norm ≤ R̄ (R̄² = R² + s², the feature clip and the bias coordinate)

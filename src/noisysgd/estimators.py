@@ -228,14 +228,14 @@ class _NoisySGDBase(BaseEstimator):
         chosen = (self.privacy_report_.get("config") or {}).get("chosen") or {}
         if chosen.get("regime") == "amplified composition":
             # the automatic configuration chose DP-SGD's regime over every hidden-state candidate
-            # (issue 26 §1): composition is the point, not a fallback
+            # composition is the point, not a fallback
             self.privacy_report_["config"]["regime"] = (
                 f"amplified composition, chosen by the search: its proxy {chosen['proxy']:.4g} was the "
                 f"smallest of every candidate; {best.analysis} certifies every iterate")
             return
         if self.batching in ("poisson", "sample") and not isinstance(self.learning_rate, str):
             # DP-SGD's regime, chosen on purpose: random batches and a step size of the user's,
-            # certified by amplified composition (issue 26 §3); the report says so, no warning
+            # certified by amplified composition; the report says so, no warning
             self.privacy_report_.setdefault("config", {})["regime"] = (
                 "amplified composition: batching and learning_rate were given, the step size is free of the "
                 f"hidden-state analyses' contraction limits, and {best.analysis} certifies every iterate")
@@ -245,7 +245,7 @@ class _NoisySGDBase(BaseEstimator):
         epochs = p["epochs"]
         alternatives = []
         if run.batching not in ("cyclic", "full") and run.adjacency == "replace":
-            # (add/remove admits no cyclic batches: Run refuses them, issue 24)
+            # (add/remove admits no cyclic batches: Run refuses them)
             alternatives.append(({"batching": "cyclic"}, f"batching={run.batching!r}"))
         if run.strong_convexity == 0 and run.convex:
             alternatives.append(({"alpha": 0.01}, "alpha=0"))
@@ -317,7 +317,7 @@ class _NoisySGDBase(BaseEstimator):
         return Run.from_epochs(epochs=epochs, **fields)
 
     def _scores(self, X, validated=False):
-        """Scores of the rows as trained on (scaled, centered, clipped), a block at a time (issue 28 §4)."""
+        """Scores of the rows as trained on (scaled, centered, clipped), a block at a time."""
         check_is_fitted(self, "coef_")
         X = X if validated else validate_data(self, X, reset=False, dtype=_FLOATS)  # (fit's own rows: validated)
         step = _score_rows(X.shape[1])

@@ -4,7 +4,7 @@ Every sound analysis of a run must also hold for the *easiest-to-analyse* loss
 in its class.  Linear losses plus the λ-ridge are in the class of most of our
 analyses, and for them the final iterate has an explicit law, so its exact
 (ε, δ) is a **lower bound on the ε that any sound analysis can certify for the
-same run** (issue 17 §5, "the limit line"; the same idea as the linear
+same run** ("the limit line"; the same idea as the linear
 heuristic of Steinke et al. 2024, which is exact for linear losses).
 
 Derivation

@@ -76,7 +76,7 @@ NOISE_FLOOR = 3.0
 #: before 0.2.0 used) shrinks the typical row — coordinates spread over their range — to about
 #: half the ball, and halves the signal against the same noise: with 0.5, feature_range="private"
 #: on the mixed-units make_classification(20000, 50) at ε = 1 scores 0.793 against 0.776, and
-#: breast_cancer at ε = 3 0.950 against 0.708 (3 seeds; benchmarks/private_scaling.py, issue 27).
+#: breast_cancer at ε = 3 0.950 against 0.708 (3 seeds; benchmarks/private_scaling.py).
 SPREAD = 0.5
 
 
@@ -331,7 +331,7 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
 
 
 #: A few columns whose share of the private mean's squared norm exceeds this, with the mean's
-#: norm above half the clip, are said to take the clipped rows' norm (issue 27 §3): at most
+#: norm above half the clip, are said to take the clipped rows' norm: at most
 #: one fifth of the columns (and at least one).
 DOMINANT_SHARE = 0.9
 
@@ -474,7 +474,7 @@ def _stateless(step) -> bool:
     """Whether a Pipeline step learns nothing from the data it is fitted on: passthrough,
     :class:`PublicRangeScaler`, a plain FunctionTransformer, a ``OneHotEncoder`` with its
     categories declared (no frequency-based grouping), or a ``ColumnTransformer`` of such
-    steps on columns chosen by name or position (issue 27)."""
+    steps on columns chosen by name or position."""
     if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
         return True
     if isinstance(step, PublicRangeScaler):

@@ -165,7 +165,7 @@ class Privacy:
     ``release``: what is released, one of :data:`RELEASES`: ``"last"`` (the final
     iterate, what every analysis covers), ``"tail-average"`` (the mean of the iterates
     after steps ⌊T/2⌋+1..T — post-processing of every iterate, so only the composition
-    analyses, which account every iterate, certify it; issue 26 §2) or ``"auto"`` (that
+    analyses, which account every iterate, certify it) or ``"auto"`` (that
     mean where the certificate rests on composition alone and the iterates have settled,
     else the final iterate: :class:`noisysgd.train.release.AutoRelease`; every analysis
     stays in play, and a checkpointed or data-parallel run releases its final iterate)."""
@@ -278,8 +278,8 @@ def _rows(X, n_rows) -> int:
 def public_size(privacy: Privacy, rows: int, batching: str = "poisson") -> int:
     """The n the run is built on: the data's ``rows`` under ``replace`` (n is public there),
     ``privacy.public_n`` under ``add-remove`` (required: the rows a dataset holds are not
-    public, and a rate, a step count or a δ taken from them would differ between neighbours;
-    issue 24).  A ``batching`` add/remove cannot take is refused first."""
+    public, and a rate, a step count or a δ taken from them would differ between
+    neighbours; docs/privacy.md).  A ``batching`` add/remove cannot take is refused first."""
     adjacency = _choice("adjacency", privacy.adjacency, ADJACENCIES)
     if adjacency == "add-remove" and batching not in ADD_REMOVE_BATCHINGS:
         raise ValueError(add_remove_refusal(batching))

@@ -67,7 +67,7 @@ ADJACENCIES = ("replace", "add-remove")
 #: by up to 2L, at every step, and ⌊m/b⌋ itself can change), the divisor
 #: (``full``: m → m+1, and the noise on the mean with it) or the chance of
 #: every row to be drawn (``sample``: b/m against b/(m+1)); no analysis here
-#: covers that, so :class:`Run` refuses those pairs (issue 24; dp_accounting
+#: covers that, so :class:`Run` refuses those pairs (dp_accounting
 #: likewise refuses add/remove for sampling without replacement).  See
 #: docs/privacy.md.
 ADD_REMOVE_BATCHINGS = ("poisson",)

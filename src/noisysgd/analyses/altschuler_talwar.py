@@ -64,7 +64,7 @@ Under ``add-remove`` (which :class:`~noisysgd.run.Run` admits for ``poisson``
 only, n the declared public size) the analysis refuses: a Poisson batch can
 hold every row the data have, a number no public quantity bounds, so the
 contraction condition η ≤ 2b/(mM) of Observation 3.3 cannot be checked
-(issue 24).  Composition covers those runs.
+(docs/privacy.md).  Composition covers those runs.
 """
 
 from __future__ import annotations

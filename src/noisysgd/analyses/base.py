@@ -220,7 +220,7 @@ class Analysis(ABC):
     def not_evaluated(self, run: Run, delta: float) -> AnalysisResult:
         """The result of a flagged analysis that the best bound did not compute: it could
         never be the best (a flagged analysis supplies it only with ``include_unsound``), so
-        its cost is not paid (issue 28).  It says why, and how to compute it."""
+        its cost is not paid.  It says why, and how to compute it."""
         reason = self.why_not(run) or NOT_EVALUATED
         return AnalysisResult(self.name, False, reason, self.sound, delta, citation=self.citation,
                               not_sound_reason=self.unsound_reason or "flagged not sound; see its documentation")

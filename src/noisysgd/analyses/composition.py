@@ -25,7 +25,7 @@ the differing example:
   of rows m; the others because
   an added row moves every later batch, so every step's sum moves by up to
   2L — a linear instance attains μ = 2√T/z, √(steps per epoch) times the
-  replace-one composition; before issue 24 they were certified with L on the
+  replace-one composition; before 0.2.0 they were certified with L on the
   touched epochs only.)  ``composition-pld`` composes dp_accounting's
   add and remove directions separately and takes the larger; for fixed-size
   batches an adversary could mix directions across steps (Lebeda et al. 2024,

@@ -55,7 +55,7 @@ analyses are, per batching:
     a fresh permutation every epoch, so the differing example's position
     changes between epochs and neither Theorem 3.3 nor 4.2 applies as stated.
     Exact divergences of small linear-Gaussian instances found no violation
-    (review of issue 4), but that is not a proof: Theorem 4.2 on reshuffled
+    (a review's), but that is not a proof: Theorem 4.2 on reshuffled
     runs is the separate analysis ``ye-shokri-reshuffle``, flagged **not
     sound**, kept for the paper's Figure 2(a) and comparison.  Its formula:
     the first term of Theorem 3.3 plus (1/(α−1))·log Avg_{j₀} exp((α−1)·ε₀^{l−j₀}),
@@ -91,7 +91,7 @@ valid; with K = all steps the bound would only be larger.)
 η < 1/β (stricter than 2/(λ + β); we keep the stricter one) and the start
 θ₀ ~ Π_C(N(0, (2σ²/λ)·I)), which the trainer must use.
 
-Why these are sound where Altschuler & Talwar's (B.2) is not (issue 3): the
+Why these are sound where Altschuler & Talwar's (B.2) is not : the
 only randomness that the proofs average over is the batch selection, which
 is independent of the noise and has the *same* law on both datasets; the
 mixture is then handled by the joint convexity of exp((α−1)R_α) (Lemma 4.1),

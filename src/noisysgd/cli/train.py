@@ -267,7 +267,7 @@ def _take_holdout(X, y, train_rows, held):
     where X is the reader's own writable array (a parsed CSV, a Parquet table's scratch map):
     each training row moved forward over rows already read, a block at a time (the indices
     increase, so train_rows[j] ≥ j: a block's sources lie at or after its destinations and after
-    every earlier block's), so no copy of the training rows is formed (issue 28 §4).  A read-only
+    every earlier block's), so no copy of the training rows is formed.  A read-only
     X (a memory-mapped ``.npy``/``.npz``) is copied, as the one-line hint says."""
     from ..train.rows import block_rows
 
@@ -297,7 +297,7 @@ def _truth(y, classes):
 
 def _warn_if_near_chance(pred, y, classes) -> None:
     """One warning line when the model is barely better than predicting one class: never a
-    silent majority-class model (issue 27 §3; a statistic of the training data, not private)."""
+    silent majority-class model (a statistic of the training data, not private)."""
     found = near_chance(_truth(y, classes), pred)
     if found is not None:
         k = classes.size

@@ -4,7 +4,7 @@ These are statistics of the training data — *not* covered by any certificate �
 shown only to whoever fits (a warning line, the CLI's ``metrics.json``, which
 say so).  :func:`near_chance` finds the majority-class models that must never
 be silent; :func:`dominant_columns` the raw tables whose few columns on large
-scales take the clipped rows' norm (issue 27 §3).
+scales take the clipped rows' norm.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns",
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
 #: present) is said to be near chance.
 NEAR_CHANCE = 0.05
-#: ... and so is one whose accuracy is within this of predicting the majority class (issue 27's
+#: ... and so is one whose accuracy is within this of predicting the majority class (the
 #: target: within 2 points of the majority, a warning says why), or within a fifth of the
 #: majority's own error rate where that is smaller (at 99 % majority, 0.2 points: a model
 #: cannot be 2 points above it).
@@ -99,7 +99,7 @@ def dominant_columns(X, *, share: float = DOMINANT_SHARE) -> dict | None:
     ``share`` of the total squared norm of the rows ``X`` (raw features, before any scaling),
     else None: rows clipped to a norm are then mostly those columns, and the columns on
     smaller scales keep little signal — the mixed units of raw tables, which the private mean
-    cannot show when the columns are centered (issue 27 §3).
+    cannot show when the columns are centered.
 
     >>> X = np.array([[1000.0, 0.1, -0.2, 0.3, 0.1], [-900.0, 0.2, 0.1, -0.1, 0.2]])
     >>> dominant_columns(X)["columns"], dominant_columns(X[:, 1:]) is None

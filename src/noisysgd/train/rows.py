@@ -1,4 +1,4 @@
-"""The training rows x̄_i, used without forming X̄ (issue 28 §4: no copy of the data).
+"""The training rows x̄_i, used without forming X̄ (no copy of the data).
 
 Every row the trainer sees is an affine image of the caller's row x_i:
 
