@@ -106,6 +106,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable
 
 from .accountant import calibrate, epsilon as epsilon_report
 from .analyses import ANALYSES
@@ -350,7 +351,8 @@ def auto_config(*, n: int, d: int, outputs: int, epsilon: float | None, delta: f
     >>> c = cfg.chosen
     >>> c["batching"], c["batch_size"], c["epochs"], c["alpha"], c["analysis"]
     ('cyclic', 1024, 300, 1e-05, 'shifted-interpolation')
-    >>> c["regime"], min(r["proxy"] for r in cfg.candidates if r["regime"] == "amplified composition") > c["proxy"]
+    >>> composition = [r for r in cfg.candidates if r["regime"] == "amplified composition"]
+    >>> c["regime"], all(r.get("pruned") or r["proxy"] > c["proxy"] for r in composition)
     ('hidden state', True)
     >>> c["proxy"] == min(r["proxy"] for r in cfg.candidates if r["proxy"] is not None)
     True
@@ -403,12 +405,13 @@ def _auto_config(key: tuple, prune: bool) -> AutoConfig:
         legacy["alpha"] = 0.0
     lb = n if legacy["batching"] == "full" else min(legacy["batch_size"], n)
     legacy_key = (legacy["batching"], lb, legacy["epochs"], legacy["alpha"])
-    composition = []
+    groups = []  # the amplified-composition regime's (b, epochs), each with its λ grid
     if lr_rule == "auto" and convex and M0 is not None and fixed.get("batching", "poisson") == "poisson":
-        composition = _composition_candidates(ctx, fixed, alphas)
+        epochs_grid = (fixed["epochs"],) if "epochs" in fixed else COMPOSITION_GRID["epochs"]
+        groups = [(b, e, alphas) for b in _composition_sizes(n, fixed) for e in epochs_grid]
     keys = grid + ([] if legacy_key in grid else [legacy_key])
-    rows = _search_grid(ctx, keys, composition, prune)
-    rows = rows[:len(grid)] + composition + rows[len(grid):]
+    hidden, composition = _search_grid(ctx, keys, groups, prune)
+    rows = hidden[:len(grid)] + composition + hidden[len(grid):]
     for r in rows:
         r["legacy"] = (not r.get("optimal_step") and r["batching"] == legacy["batching"] and r["batch_size"] == lb
                        and r["epochs"] == legacy["epochs"] and r["alpha"] == legacy["alpha"])
@@ -485,10 +488,12 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
                 row.update(proxy=None, pruned=f"its proxy without noise is already >= {bound:.6g}")
                 return row
             z_star = _noise_at(proxy_at, bound)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                at = epsilon_report(run.replace(noise_multiplier=z_star), delta=delta, analyses=list(search))
-            if at.best is not None and at.epsilon > eps:
+            at = None
+            if z_star is not None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    at = epsilon_report(run.replace(noise_multiplier=z_star), delta=delta, analyses=list(search))
+            if at is not None and at.best is not None and at.epsilon > eps:
                 row.update(proxy=None, pruned=f"misses epsilon at z = {z_star:.6g}, where its proxy reaches "
                                               f"{bound:.6g}", noise_multiplier_above=z_star)
                 return row
@@ -507,11 +512,14 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
     return row
 
 
-def _noise_at(proxy_at, bound: float) -> float:
+def _noise_at(proxy_at, bound: float) -> float | None:
     """The z at which the increasing ``proxy_at`` reaches ``bound`` (from below: proxy_at(z) ≤ bound,
-    to 1e-9 relative), given proxy_at(0) < bound; the proxy grows like z², so a bracket exists."""
+    to 1e-9 relative), given proxy_at(0) < bound; None where it stays below ``bound`` up to the
+    calibrations' largest noise multiplier (a bound that saturates: no z rules the item out)."""
     lo, hi = 0.0, 1.0
     while proxy_at(hi) < bound:
+        if hi > MAX_NOISE:
+            return None
         lo, hi = hi, 2.0 * hi
     while hi - lo > 1e-9 * hi:
         mid = 0.5 * (lo + hi)
@@ -519,22 +527,93 @@ def _noise_at(proxy_at, bound: float) -> float:
     return lo
 
 
-def _search_grid(ctx: _Search, keys: list, composition: list, prune: bool) -> list:
-    """The hidden-state rows of ``keys`` (batching, b, epochs, λ), in that order, each calibrated
-    unless it cannot beat the smallest proxy found so far (``prune``: :func:`_candidate`); the
-    already scored ``composition`` rows set the first bound, and the grid is visited from the
-    smallest proxy without noise up (a lower bound on each row's proxy), so that the rows likely
-    to win are scored first and the bound falls fast."""
-    best = min((r["proxy"] for r in composition if r.get("proxy") is not None), default=math.inf)
-    rows = [None] * len(keys)
-    order = range(len(keys))
-    if prune and ctx.z_given is None and ctx.M0 is not None:
-        order = sorted(order, key=lambda i: _floor(ctx, *keys[i]))
-    for i in order:
-        rows[i] = _candidate(ctx, *keys[i], bound=best if prune else math.inf)
-        if rows[i].get("proxy") is not None:
-            best = min(best, rows[i]["proxy"])
-    return rows
+#: The largest noise multiplier a calibration tries (:func:`noisysgd.calibrate`'s default).
+MAX_NOISE = 1e6
+
+
+def _search_grid(ctx: _Search, keys: list, groups: list, prune: bool) -> tuple[list, list]:
+    """(the hidden-state rows of ``keys`` (batching, b, epochs, λ), the amplified-composition rows of
+    ``groups`` (b, epochs, λs)), each in its order.  With ``prune``, every item is visited from the
+    smallest lower bound on its proxy up — the proxy without noise for a hidden-state row, the
+    closed-form bound :func:`_composition_floor` for a composition group — and an item whose bound
+    at the noise it would need to tie the best proxy so far misses the target is never calibrated
+    (:func:`_candidate`, :func:`_composition_group`): the choice is the exhaustive search's."""
+    best = math.inf
+    hidden, composition = [None] * len(keys), [None] * len(groups)
+    items = [("hidden", i) for i in range(len(keys))] + [("composition", j) for j in range(len(groups))]
+    prune = prune and ctx.z_given is None and ctx.M0 is not None
+    if prune:
+        floors = {("hidden", i): _floor(ctx, *keys[i]) for i in range(len(keys))}
+        floors.update({("composition", j): _composition_floor(ctx, *groups[j][:2], groups[j][2])(0.0)
+                       for j in range(len(groups))})
+        # the composition groups first (one calibration each, and the regime that wins at small ε and
+        # large noise: its best row sets a low bound early), then the hidden-state rows
+        items.sort(key=lambda item: (item[0] == "hidden", floors[item]))
+    for kind, i in items:
+        if kind == "hidden":
+            hidden[i] = [_candidate(ctx, *keys[i], bound=best if prune else math.inf)]
+            found = hidden[i]
+        else:
+            composition[i] = _composition_group(ctx, *groups[i], bound=best if prune else math.inf)
+            found = composition[i]
+        best = min([best] + [r["proxy"] for r in found if r.get("proxy") is not None])
+    return [r for rows in hidden for r in rows], [r for rows in composition for r in rows]
+
+
+def _composition_floor(ctx: _Search, b: int, epochs: int, alphas) -> Callable[[float], float]:
+    """z ↦ a lower bound on the proxy of every row of the composition group (b, epochs) over
+    ``alphas``, increasing in z, in closed form: whatever step η the row ranks at, its proxy is the
+    smallest of the bounds that hold there plus λB²/2 (:func:`proxy_terms`), and each bound is at
+    least its minimum over η — B·G/√T for the convex one (AM–GM), B·√(V/T) for the smooth one
+    (1/(1 − η(M+λ)) ≥ 1, then AM–GM), and (M+λ)/2·min(B²/4, V/(Tλ²)) for the strongly convex one
+    (with x = ηλ and u = (1 − x)^T: x ≤ 1/T gives u ≥ (1 − 1/T)^T ≥ 1/4, x > 1/T gives
+    uB² + (x/λ²)V(1 − u) ≥ min(B², V/(Tλ²)); T ≥ 2).  V and G² grow with z, so does the bound."""
+    n, p, L, B = ctx.n, ctx.p, ctx.L, ctx.B
+    steps = Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching="poisson", learning_rate=1.0,
+                            noise_multiplier=1.0, lipschitz=L, adjacency=ctx.adjacency).steps
+
+    def floor(z: float) -> float:
+        V = _variance(n=n, p=p, b=b, z=z, L=L)
+        out = math.inf
+        for lam in alphas:
+            M = ctx.M0 * ctx.curvature + lam  # (proxy_terms' M; its bounds use M + λ)
+            G = math.sqrt((L + lam * B) ** 2 + p * (z * L / b) ** 2)
+            bounds = [B * G / math.sqrt(steps), B * math.sqrt(V / steps)]
+            if lam > 0 and steps >= 2:
+                bounds.append(0.5 * (M + lam) * min(B * B / 4.0, V / (steps * lam * lam)))
+            out = min(out, min(bounds) + 0.5 * lam * B * B)
+        return out
+
+    return floor
+
+
+def _composition_group(ctx: _Search, b: int, epochs: int, alphas, bound: float = math.inf) -> list:
+    """The rows of the composition group (b, epochs) over ``alphas`` (:func:`_composition_row`: one
+    calibration of z, shared), or, where the group cannot beat ``bound``, its rows marked pruned:
+    its floor (:func:`_composition_floor`) is already ≥ ``bound`` at z = 0, or the noise z* at which
+    the floor reaches ``bound`` misses the target under the screen's accountant (one report: the
+    calibrated z lies above z*, and every row's proxy above the floor there)."""
+    def pruned(why: str, **extra) -> list:
+        return [{"batching": "poisson", "batch_size": b, "epochs": epochs, "alpha": lam,
+                 "regime": "amplified composition", "optimal_step": True, "proxy": None, "pruned": why, **extra}
+                for lam in alphas]
+
+    if math.isfinite(bound) and ctx.z_given is None:
+        floor = _composition_floor(ctx, b, epochs, alphas)
+        if floor(0.0) >= bound:
+            return pruned(f"its proxy's lower bound without noise is already >= {bound:.6g}")
+        z_star = _noise_at(floor, bound)
+        at = None
+        if z_star is not None:
+            run = Run.from_epochs(epochs=epochs, n=ctx.n, batch_size=b, batching="poisson", learning_rate=1.0,
+                                  noise_multiplier=z_star, lipschitz=ctx.L, adjacency=ctx.adjacency)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                at = epsilon_report(run, delta=ctx.delta, analyses=list(COMPOSITION_SEARCH), orders=SCREEN_ORDERS)
+        if at is not None and at.best is not None and at.epsilon > ctx.eps:
+            return pruned(f"misses epsilon at z = {z_star:.6g}, where its proxy's lower bound reaches {bound:.6g}",
+                          noise_multiplier_above=z_star)
+    return [_composition_row(ctx, b, epochs, lam, COMPOSITION_SEARCH, SCREEN_REL_TOL) for lam in alphas]
 
 
 def _floor(ctx: _Search, batching, b, epochs, lam) -> float:
@@ -608,16 +687,6 @@ def _composition_row(ctx: _Search, b, epochs, lam, analyses, rel_tol) -> dict:
     row.update(learning_rate=trained, bound_step=eta, steps=steps, noise_multiplier=z, analysis=analysis)
     row.update(proxy_terms(n=n, p=p, b=b, steps=steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B))
     return row
-
-
-def _composition_candidates(ctx: _Search, fixed: dict, alphas) -> list:
-    """The amplified-composition regime's candidates (:data:`COMPOSITION_GRID`), each (b, epochs)
-    calibrated once with the RDP composition at :data:`SCREEN_REL_TOL` (z depends on neither λ
-    nor η): a z above the PLD's, which the final calibration of the chosen run finds, so the
-    comparison with the hidden-state rows leans against this regime, never for it."""
-    epochs_grid = (fixed["epochs"],) if "epochs" in fixed else COMPOSITION_GRID["epochs"]
-    return [_composition_row(ctx, b, e, lam, COMPOSITION_SEARCH, SCREEN_REL_TOL)
-            for b in _composition_sizes(ctx.n, fixed) for e in epochs_grid for lam in alphas]
 
 
 def fixed_parameters(p: dict) -> dict:
