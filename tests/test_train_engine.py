@@ -272,6 +272,7 @@ def test_high_privacy_run_stays_near_init_in_expectation():
     assert np.linalg.norm(unclipped - W0) > 5 * bound  # without clipping the check would fail
 
 
+@pytest.mark.slow
 def test_nonprivate_softmax_matches_sklearn_on_digits():
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
@@ -454,7 +455,7 @@ def test_bounds_survive_rounding(dtype):
     computes it from its rounded features and thresholds, has norm <= L, and every
     iterate stays inside the ball of diameter D (the analyses rely on both)."""
     from noisysgd.train.engine import _thresholds
-    from noisysgd.train.losses import _augment, _row_norms
+    from noisysgd.train.losses import _augment, clipped_row_norms
 
     rng = np.random.default_rng(5)
     n, d, k = 400, 30, 5
@@ -462,7 +463,7 @@ def test_bounds_survive_rounding(dtype):
     y = rng.integers(0, k, size=n)
     L, R = 0.3, 2.0
     dt = np.dtype(dtype)
-    Xbar, norms = _augment(X, R, dt, _row_norms(X))
+    Xbar, norms = _augment(X, R, dt, clipped_row_norms(X))
     tau = _thresholds(L, norms, dt)
     for loss in (OneVsRestLogistic(k), Softmax(k)):
         W = rng.normal(size=(d + 1, k)).astype(dt) * 3

@@ -223,6 +223,7 @@ def _p_values(za, zb):
     return out
 
 
+@pytest.mark.slow
 def test_noise_agrees_in_law_with_numpy_and_a_ten_percent_error_is_caught():
     run, X, y, mu, cov = _linear_gaussian_problem()
     np.testing.assert_allclose(sgd(run, Squared(), X, y, feature_clip=3.0, clip=True).coef, mu, atol=1e-12)
@@ -330,6 +331,7 @@ def test_the_errors_of_train_come_first():
         train_torch(**{**_ok_call(), "feature_clip": -1.0, "device": "tpu"})
 
 
+@pytest.mark.slow
 def test_missing_torch_says_how_to_install_it():
     code = (
         "import sys\n"
@@ -383,7 +385,7 @@ def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(
     import tracemalloc
 
     from noisysgd.train import rows as rows_module
-    from noisysgd.train.losses import _augment, _row_norms
+    from noisysgd.train.losses import _augment, clipped_row_norms
 
     rng = np.random.default_rng(block)
     X = (rng.normal(size=(200, 7)) * rng.uniform(0.1, 3.0, size=(200, 1))).astype(xdt)
@@ -396,14 +398,14 @@ def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(
     np.testing.assert_array_equal(norms, want_norms)
     # written out from the definition (the same row norms given): x_i·min(1, R/‖x_i‖) in float64,
     # rounded once to the training dtype, then the bias; ‖x̄_i‖ = √(min(‖x_i‖, R)² + s²)
-    r = _row_norms(X)
+    r = clipped_row_norms(X)
     formula = np.hstack([(X.astype(np.float64) * np.minimum(1.0, 1.3 / r)[:, None]).astype(dt),
                          np.full((X.shape[0], 1), 0.7, dtype=dt)])
     got, norms = torch_backend._augment_on(torch, X, 1.3, np.dtype(dt), "cpu", r, bias=0.7)
     np.testing.assert_array_equal(got.numpy(), formula)
     np.testing.assert_array_equal(norms, np.sqrt(np.minimum(r, 1.3) ** 2 + 0.7 ** 2))
     big = rng.normal(size=(20000, 50))
-    norms = _row_norms(big)
+    norms = clipped_row_norms(big)
     tracemalloc.start()
     try:
         torch_backend._augment_on(torch, big, 1.0, np.dtype(np.float64), "cpu", norms)

@@ -33,7 +33,7 @@ from .analyses import ANALYSES, AnalysisResult, get_analysis
 from .noise_search import Eps as _Eps, bisect_noise as _bisect_noise, eps_or_inf as _eps_or_inf
 from .noise_search import place_then_decide as _place_then_decide, shrink as _shrink
 from .rdp import CONVERSIONS, epsilon_from_rdp, validate_delta, validate_orders
-from .run import Run, _real
+from .run import Run, checked_real
 from .progress import bar
 from .text import calibration_summary, epsilon_summary, short_repr
 
@@ -156,7 +156,7 @@ def _fmt(x: float) -> str:
     return format(x, ".6g")
 
 
-def _names(analyses) -> list[str]:
+def analysis_names(analyses) -> list[str]:
     if analyses is None:
         names = list(DEFAULT_ANALYSES)
     elif isinstance(analyses, str):
@@ -230,7 +230,7 @@ def epsilon(
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     alpha = None if orders is None else validate_orders(orders)
-    names = _names(analyses)
+    names = analysis_names(analyses)
     best = BEST in names
     chosen = list(ANALYSES) if best else list(dict.fromkeys(names))
     return _evaluate(run, d, chosen, best, alpha, conversion, include_unsound, named=names)
@@ -346,18 +346,18 @@ def calibrate(
     """
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
-    target = _real("epsilon", epsilon)
+    target = checked_real("epsilon", epsilon)
     d = validate_delta(delta)
-    tol = _real("rel_tol", rel_tol)
+    tol = checked_real("rel_tol", rel_tol)
     if not 1e-12 <= tol <= 0.1:
         raise ValueError(f"rel_tol must be in [1e-12, 0.1]. Found {rel_tol!r}.")
-    zmax = _real("max_noise_multiplier", max_noise_multiplier)
+    zmax = checked_real("max_noise_multiplier", max_noise_multiplier)
     if not isinstance(include_unsound, bool):
         raise ValueError(f"include_unsound must be True or False. Found {include_unsound!r}.")
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     orders = None if orders is None else validate_orders(orders)
-    names = _names(analyses)
+    names = analysis_names(analyses)
     chosen = list(ANALYSES) if BEST in names else list(dict.fromkeys(names))
     count = 0
 
@@ -553,9 +553,9 @@ def max_epochs(
     """
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
-    target = _real("epsilon", epsilon)
+    target = checked_real("epsilon", epsilon)
     d = validate_delta(delta)
-    names = _names(analyses)
+    names = analysis_names(analyses)
     per_epoch = run.steps_per_epoch
 
     # The composition baselines grow without bound (and the PLD's cost grows
@@ -778,7 +778,7 @@ def calibrate_with_query(run: Run, *, epsilon: float, delta: float, query: dict,
         share = calibrate(run, epsilon=epsilon, delta=delta, analyses=analyses, rel_tol=rel_tol)
         return calibrate_composed(run, share, query, analyses)
 
-    names = _names(analyses)
+    names = analysis_names(analyses)
     if (query.get("mu") is None or not (BEST in names or "composition-pld" in names)
             or not _pld_is_expensive(run)):
         return two_stage()

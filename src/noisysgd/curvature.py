@@ -135,10 +135,10 @@ def private_curvature_within(X, epsilon: float, delta: float, *, feature_clip: f
     left for training under basic composition — the trainer then calibrates to the composed
     total).  ``recorded``: a checkpoint's query (its answer is reused, not drawn again)."""
     from .gdp import gdp_epsilon, gdp_mu
-    from .preprocessing import _query_rng, _recorded_part
+    from .preprocessing import query_rng, recorded_part
     from .train.rows import rows_of, source_norms
 
-    part = _recorded_part(recorded, "curvature")
+    part = recorded_part(recorded, "curvature")
     if part is not None:
         return float(part["ratio"]), part, epsilon - part["epsilon"], delta - part["delta"]
     radius2 = float(feature_clip) ** 2 + float(intercept_scaling) ** 2
@@ -152,7 +152,7 @@ def private_curvature_within(X, epsilon: float, delta: float, *, feature_clip: f
         return None, None, epsilon, delta
     rows = rows_of(X, feature_clip, np.dtype(dtype), source_norms(X), bias=intercept_scaling)
     _, query = private_curvature(rows, n=n, radius2=radius2, mu=mu,
-                                 rng=_query_rng(seed, secure_mode, 0xC0A7E))
+                                 rng=query_rng(seed, secure_mode, 0xC0A7E))
     query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CURVATURE_SHARE)
     return query["ratio"], query, epsilon - eq, delta - dq
 

@@ -396,9 +396,9 @@ _COLOR = {"defaults": "C2", "hidden_state": "C0", "composition": "C3", "dp_sgd":
 
 
 def _accuracy_plot(result: dict, path: Path) -> None:
-    from .figures.draw import _matplotlib
+    from .figures.draw import load_matplotlib
 
-    Figure, FigureCanvasAgg = _matplotlib()
+    Figure, FigureCanvasAgg = load_matplotlib()
     rows = result["rows"]
     height = 1.5 + 0.5 * len(rows)  # inches: 0.85 below the axes, 0.65 above
     fig = Figure(figsize=(7.5, height), dpi=120)

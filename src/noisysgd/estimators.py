@@ -61,14 +61,14 @@ from .accountant import composed_epsilon, epsilon as epsilon_report
 from .config import CompositionFallbackWarning
 from .pipeline import Declared, auto_intercept_scaling, fit_declared
 from .planning import BASELINES
-from .preprocessing import _check_feature_range, _warn_about_private_preprocessing, recorded_query
+from .preprocessing import check_feature_range, warn_about_private_preprocessing, recorded_query
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
 from .train.diagnostics import fit_warnings
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
-from .private_fit import Execution, _learning_rate
+from .private_fit import Execution, resolve_learning_rate
 
 __all__ = ["NoisySGDClassifier", "NoisySGDRegressor", "EXPECTED_FAILED_CHECKS", "classification_loss",
            "CompositionFallbackWarning", "auto_intercept_scaling"]
@@ -140,7 +140,7 @@ class _NoisySGDBase(BaseEstimator):
         parameters, translated into a :class:`~noisysgd.pipeline.Declared`; sets the fitted
         attributes and returns the released coefficients."""
         p = self._common()
-        _warn_about_private_preprocessing(self)
+        warn_about_private_preprocessing(self)
         declared = self._declared(p, X.shape[1], target_bound)
         out = fit_declared(
             X, y, loss, declared,
@@ -186,7 +186,7 @@ class _NoisySGDBase(BaseEstimator):
                                   "share of epsilon, so it needs epsilon)")
             frange = requested
         else:
-            frange = _check_feature_range(self, requested, d)
+            frange = check_feature_range(self, requested, d)
         return Declared(
             task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
             epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"], epochs=p["epochs"],
@@ -313,7 +313,7 @@ class _NoisySGDBase(BaseEstimator):
             fields["batching"] = change["batching"]
         rule = change.get("learning_rate", p["learning_rate"])
         if isinstance(rule, str) and fields["smoothness"] is not None:
-            fields["learning_rate"] = _learning_rate(rule, fields["smoothness"], lam)
+            fields["learning_rate"] = resolve_learning_rate(rule, fields["smoothness"], lam)
         return Run.from_epochs(epochs=epochs, **fields)
 
     def _scores(self, X, validated=False):

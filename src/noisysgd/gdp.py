@@ -54,7 +54,7 @@ import numpy as np
 from scipy import special
 
 from .rdp import validate_delta, validate_orders
-from .run import _real
+from .run import checked_real
 
 __all__ = ["bisect_decreasing", "gdp_delta", "gdp_log_delta", "gdp_epsilon", "gdp_mu", "gdp_rdp", "validate_mu"]
 
@@ -69,7 +69,7 @@ _LOG2 = math.log(2.0)
 
 def validate_mu(mu) -> float:
     """Return ``mu`` as a finite float ≥ 0, or raise ``ValueError`` naming it."""
-    return _real("mu", mu, positive=False)
+    return checked_real("mu", mu, positive=False)
 
 
 def _check_epsilon(epsilon) -> float:

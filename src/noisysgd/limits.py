@@ -109,7 +109,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from .rdp import _log_sum_exp
+from .rdp import log_sum_exp
 from .run import Run
 
 __all__ = ["limit_delta", "limit_epsilon", "limit_epsilons", "limit_noise_multiplier", "limit_bracket", "shift_law"]
@@ -360,7 +360,7 @@ class _Direction:
         if s == 0.0:
             return -0.5 * t * t
         x = self.logp - 0.5 * (t - s * self.a) ** 2
-        return _log_sum_exp(x)   # scipy's logsumexp costs 3x more on 65,536 atoms
+        return log_sum_exp(x)   # scipy's logsumexp costs 3x more on 65,536 atoms
 
     def ratio(self, t):
         return self._logd(t, self.ns) - self._logd(t, self.ds)

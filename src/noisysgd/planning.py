@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import __version__
-from .accountant import BEST, COMBINED, EpochBudget, _names, max_epochs, skipped_by_best
+from .accountant import BEST, COMBINED, EpochBudget, analysis_names, max_epochs, skipped_by_best
 from .analyses import ANALYSES, get_analysis
-from .analyses.base import StepsCurve, _finite
+from .analyses.base import StepsCurve, finite_or_none
 from .rdp import CONVERSIONS, DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp_rows, validate_delta, validate_orders
 from .progress import bar
-from .run import Run, _real
+from .run import Run, checked_real
 from .text import plan_summary, short_repr
 
 __all__ = ["Plan", "PlanCurve", "plan", "parse_epochs", "BASELINES"]
@@ -90,10 +90,10 @@ class PlanCurve:
             "reason": self.reason,
             "sound": self.sound,
             "not_sound_reason": self.not_sound_reason,
-            "epsilon": [_finite(v) for v in self.epsilon],
-            "order": [_finite(v) for v in self.order],
+            "epsilon": [finite_or_none(v) for v in self.epsilon],
+            "order": [finite_or_none(v) for v in self.order],
             "exact": [bool(v) for v in self.exact],
-            "limit": _finite(self.limit),
+            "limit": finite_or_none(self.limit),
             "plateau_epoch": self.plateau_epoch,
             "crossover_epoch": self.crossover_epoch,
         }
@@ -147,9 +147,9 @@ class Plan:
             "run": {k: v for k, v in self.run.to_dict().items() if k not in ("steps", "epochs")},
             "epochs": [int(e) for e in self.epochs],
             "best": {
-                "epsilon": [_finite(v) for v in self.best_epsilon],
+                "epsilon": [finite_or_none(v) for v in self.best_epsilon],
                 "analysis": list(self.best_analysis),
-                "limit": _finite(self.limit),
+                "limit": finite_or_none(self.limit),
             },
             "include_unsound": self.include_unsound,
             "analyses": {name: c.to_dict() for name, c in self.curves.items()},
@@ -262,13 +262,13 @@ def plan(
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
     alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
-    target = None if epsilon is None else _real("epsilon", epsilon)
+    target = None if epsilon is None else checked_real("epsilon", epsilon)
     if isinstance(run.learning_rate, tuple):
         raise ValueError(
             "learning_rate must be a constant or a polynomial decay (lr_decay) to plan over epochs; "
             f"an explicit schedule fixes steps = {run.steps}."
         )
-    names = _names(analyses)
+    names = analysis_names(analyses)
     best = BEST in names
     chosen = list(ANALYSES) if best else list(dict.fromkeys(names))
     # Plateaus are searched on a log grid up to 10⁷ epochs evaluated together
@@ -405,7 +405,7 @@ def limit_line(run: Run, epochs: np.ndarray, delta: float) -> dict:
         return {"reason": str(exc)}
     except ArithmeticError as exc:  # auxiliary information: the plan stands without it
         return {"reason": f"not computed: {type(exc).__name__} in its numerics"}
-    return {"epochs": [int(e) for e in ep], "epsilon": [_finite(v) for v in values],
+    return {"epochs": [int(e) for e in ep], "epsilon": [finite_or_none(v) for v in values],
             "meaning": "exact privacy of the run's linear + ridge instance: no sound analysis in its class "
                        "(all but altschuler-talwar, which needs a projection) can certify less"}
 

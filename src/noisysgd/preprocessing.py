@@ -187,7 +187,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     return (-s, s), details
 
 
-def _query_rng(seed, secure_mode: bool, stream: int):
+def query_rng(seed, secure_mode: bool, stream: int):
     """The noise source of a preprocessing query: the operating system's CSPRNG in
     ``secure_mode``, else ``seed`` (an int, or None for fresh entropy) on a ``stream`` of its own."""
     if secure_mode:
@@ -206,11 +206,11 @@ def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, se
     the query as a checkpoint recorded it (:func:`recorded_query`): its answer is reused, not
     drawn again (a resumed run continues on the data it started with; one query, one answer)."""
     eq, dq = PRIVATE_RANGE_SHARE * epsilon, PRIVATE_RANGE_SHARE * delta
-    part = _recorded_part(recorded, "feature_range")
+    part = recorded_part(recorded, "feature_range")
     if part is not None:
         s = np.asarray(part["scales"], dtype=float)
         return (-s, s), part, epsilon - eq, delta - dq
-    rng = _query_rng(seed, secure_mode, 0x5CA1E)
+    rng = query_rng(seed, secure_mode, 0x5CA1E)
     frange, query = private_feature_ranges(X, eq, dq, adjacency=adjacency, rng=rng)
     return frange, query, epsilon - eq, delta - dq
 
@@ -231,7 +231,7 @@ def recorded_query(checkpoint) -> dict | None:
     return query if isinstance(query, dict) else None
 
 
-def _recorded_part(recorded: dict | None, key: str) -> dict | None:
+def recorded_part(recorded: dict | None, key: str) -> dict | None:
     if recorded is None:
         return None
     for part in recorded.get("parts", [recorded]):
@@ -270,10 +270,10 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
     after centering the trainer sees only the centered rows."""
     from .train.leaks import check_declared_constants
-    from .train.losses import _row_norms, float_array
+    from .train.losses import clipped_row_norms, float_array
 
     X = float_array(X)
-    norms = _row_norms(X)
+    norms = clipped_row_norms(X)
     check_declared_constants(feature_clip=radius, row_norms=norms, stacklevel=4)
     # Σ_i clip_R(x_i) = Σ_i s_i·x_i, s_i = min(1, R/‖x_i‖): products a block at a time, in float64,
     # no clipped copy of X (nor a float64 one of float32 features)
@@ -378,12 +378,12 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
     if not eq < epsilon:
         raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for center='private' "
                          f"(its mean query alone costs epsilon {eq:.3g} at delta {dq:.3g}).")
-    part = _recorded_part(recorded, "center")
+    part = recorded_part(recorded, "center")
     if part is not None:
         center = np.asarray(part["mean"], dtype=float) if part.get("centered") else None
         return center, float(part["feature_clip_after_centering"]), part, epsilon - eq, delta - dq
     center, clip, query = private_center(X, mu, radius=radius, adjacency=adjacency,
-                                         rng=_query_rng(seed, secure_mode, 0xCE27E4), names=names)
+                                         rng=query_rng(seed, secure_mode, 0xCE27E4), names=names)
     query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CENTER_SHARE)
     return center, clip, query, epsilon - eq, delta - dq
 
@@ -407,7 +407,7 @@ def combine_queries(queries: list) -> dict | None:
     return out
 
 
-def _check_feature_range(owner, value, d: int):
+def check_feature_range(owner, value, d: int):
     """``value`` as two float arrays of shape (d,) with low < high, or None."""
     if value is None:
         return None
@@ -462,7 +462,7 @@ class PublicRangeScaler(TransformerMixin, BaseEstimator):
         if not (isinstance(R, numbers.Real) and not isinstance(R, bool) and math.isfinite(R) and R > 0):
             raise ValueError(f"The 'feature_clip' parameter of PublicRangeScaler must be a finite float "
                              f"in the range (0, inf). Got {R!r} instead.")
-        return _check_feature_range(self, self.feature_range, d)
+        return check_feature_range(self, self.feature_range, d)
 
     def transform(self, X):
         check_is_fitted(self, "n_features_in_")
@@ -520,5 +520,5 @@ def warn_if_private_preprocessing(estimator, *, depth: int = 12, stacklevel: int
     return found
 
 
-def _warn_about_private_preprocessing(estimator) -> list[str]:
+def warn_about_private_preprocessing(estimator) -> list[str]:
     return warn_if_private_preprocessing(estimator, stacklevel=5)

@@ -39,12 +39,12 @@ import numpy as np
 from . import __version__
 from .accountant import (Calibration, EpsilonReport, calibrate, calibrate_with_query, certify_composed,
                          compose_with_query, composed_epsilon, epsilon)
-from .run import (ADD_REMOVE_BATCHINGS, ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, _choice, _integer,
-                  _real, add_remove_refusal)
+from .run import (ADD_REMOVE_BATCHINGS, ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run, checked_choice, checked_integer,
+                  checked_real, add_remove_refusal)
 from .train import Loss, TrainResult, train
 from .train import checkpoint as _ckpt
 from .train.checkpoint import Checkpointing
-from .train.engine import _check_secure_mode
+from .train.engine import check_secure_mode
 from .train.release import EVERY_ITERATE, AutoRelease, TailAverage
 
 __all__ = ["PrivateFit", "DeltaWarning", "fit_private", "default_delta", "Schedule", "Bounds", "Privacy",
@@ -98,7 +98,7 @@ class PrivateFit:
 MAX_LR_FRACTION = 0.98
 
 
-def _learning_rate(value, smoothness: float | None, strong_convexity: float = 0.0) -> float:
+def resolve_learning_rate(value, smoothness: float | None, strong_convexity: float = 0.0) -> float:
     """A number, "auto" = 1/(2M) (comfortably below every analysis' limit), or
     "max" = 0.98·2/(m + M) (just below Ye & Shokri's η < 2/(m+M), which is
     below A&T's 2/M; ``chourasia`` needs η < 1/M and will not apply)."""
@@ -113,7 +113,7 @@ def _learning_rate(value, smoothness: float | None, strong_convexity: float = 0.
         if value == "auto":
             return 0.5 / smoothness
         return MAX_LR_FRACTION * 2.0 / (strong_convexity + smoothness)
-    return _real("learning_rate", value)
+    return checked_real("learning_rate", value)
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     run = describe(n, loss, schedule, bounds, privacy)
     privacy = _checked_privacy(privacy, n, max(n, rows))
     privacy = _checked_release(privacy, execution)
-    _check_secure_mode(execution.secure_mode, execution.random_state)  # before calibrating
+    check_secure_mode(execution.secure_mode, execution.random_state)  # before calibrating
     context = _context(privacy)
     recorded = _checkpoint_to_resume(execution.checkpoint, execution.resume, run, context)
     calibrated = calibrate_run(run, privacy, recorded, execution.checkpoint)
@@ -269,7 +269,7 @@ def _rows(X, n_rows) -> int:
     except TypeError:
         raise ValueError(f"X must be a 2-D array of numbers. Found {type(X).__name__}.") from None
     if n_rows is not None:
-        n = _integer("n_rows", n_rows)
+        n = checked_integer("n_rows", n_rows)
     if n == 0:
         raise ValueError("X must hold at least one example. Found 0 rows.")
     return n
@@ -280,12 +280,12 @@ def public_size(privacy: Privacy, rows: int, batching: str = "poisson") -> int:
     ``privacy.public_n`` under ``add-remove`` (required: the rows a dataset holds are not
     public, and a rate, a step count or a δ taken from them would differ between
     neighbours; docs/privacy.md).  A ``batching`` add/remove cannot take is refused first."""
-    adjacency = _choice("adjacency", privacy.adjacency, ADJACENCIES)
+    adjacency = checked_choice("adjacency", privacy.adjacency, ADJACENCIES)
     if adjacency == "add-remove" and batching not in ADD_REMOVE_BATCHINGS:
         raise ValueError(add_remove_refusal(batching))
     declared = privacy.public_n
     if declared is not None:
-        declared = _integer("public_n", declared)
+        declared = checked_integer("public_n", declared)
     if adjacency == "add-remove":
         if declared is None:
             raise ValueError(ADD_REMOVE_NEEDS_PUBLIC_N)
@@ -308,21 +308,21 @@ ADD_REMOVE_NEEDS_PUBLIC_N = (
 def describe(n: int, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Privacy) -> Run:
     """Step 1: the run on ``n`` examples (its noise multiplier the given one, or 1 until
     calibrated), every argument validated; the loss derives L, M from the declared bounds."""
-    epochs = _integer("epochs", schedule.epochs)
-    batching = _choice("batching", schedule.batching, BATCHING_SCHEMES)
+    epochs = checked_integer("epochs", schedule.epochs)
+    batching = checked_choice("batching", schedule.batching, BATCHING_SCHEMES)
     if schedule.batch_size is None or batching == "full":
         b = n if batching == "full" else None
         if b is None:
             raise ValueError(f"batch_size must be an integer >= 1 for batching={batching!r}. Found None.")
     else:
-        b = _integer("batch_size", schedule.batch_size)
+        b = checked_integer("batch_size", schedule.batch_size)
         if b > n:
             raise ValueError(f"batch_size must be at most the number of examples ({n}). Found {b}.")
-    R = _real("feature_clip", bounds.feature_clip)
-    s = _real("intercept_scaling", bounds.intercept_scaling)
-    lam = _real("l2", schedule.l2, positive=False)
-    adjacency = _choice("adjacency", privacy.adjacency, ADJACENCIES)
-    initialization = _choice("initialization", schedule.initialization, INITIALIZATIONS)
+    R = checked_real("feature_clip", bounds.feature_clip)
+    s = checked_real("intercept_scaling", bounds.intercept_scaling)
+    lam = checked_real("l2", schedule.l2, positive=False)
+    adjacency = checked_choice("adjacency", privacy.adjacency, ADJACENCIES)
+    initialization = checked_choice("initialization", schedule.initialization, INITIALIZATIONS)
     constants = loss.constants(feature_clip=R, clip_norm=bounds.clip_norm, diameter=bounds.diameter,
                                target_bound=bounds.target_bound, intercept_scaling=s)
     if lam > 0 and not constants.convex:
@@ -332,11 +332,11 @@ def describe(n: int, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Pr
             + f"). Found l2={schedule.l2!r}."
         )
     smoothness = None if constants.smoothness is None else constants.smoothness + lam
-    eta = _learning_rate(schedule.learning_rate, smoothness, lam)
+    eta = resolve_learning_rate(schedule.learning_rate, smoothness, lam)
     z = privacy.noise_multiplier
     return Run.from_epochs(
         epochs=epochs, n=n, batch_size=b, batching=batching, learning_rate=eta,
-        noise_multiplier=1.0 if z is None else _real("noise_multiplier", z), lipschitz=constants.lipschitz,
+        noise_multiplier=1.0 if z is None else checked_real("noise_multiplier", z), lipschitz=constants.lipschitz,
         smoothness=smoothness, strong_convexity=lam, convex=constants.convex,
         diameter=bounds.diameter, adjacency=adjacency, initialization=initialization,
     )
@@ -353,8 +353,8 @@ def _checked_privacy(privacy: Privacy, n: int, rows: int | None = None) -> Priva
             f"to, or the noise to report epsilon for). Found epsilon={privacy.epsilon!r}, "
             f"noise_multiplier={privacy.noise_multiplier!r}."
         )
-    target = None if privacy.epsilon is None else _real("epsilon", privacy.epsilon)
-    d = _real("delta", default_delta(n) if privacy.delta is None else privacy.delta)
+    target = None if privacy.epsilon is None else checked_real("epsilon", privacy.epsilon)
+    d = checked_real("delta", default_delta(n) if privacy.delta is None else privacy.delta)
     if not 0.0 < d < 1.0:
         raise ValueError(f"delta must be in (0, 1). Found {privacy.delta!r}.")
     query = privacy.query
@@ -374,7 +374,7 @@ def _checked_release(privacy: Privacy, execution: Execution) -> Privacy:
     to those that account every iterate ("best" becomes the composition baselines; a named
     hidden-state analysis is refused), and no checkpoint or data-parallel trainer (the running
     mean lives in this process only)."""
-    release = _choice("release", privacy.release, RELEASES)
+    release = checked_choice("release", privacy.release, RELEASES)
     if release in ("last", "auto"):  # ("auto" checkpointed or data-parallel: the final iterate, see execute)
         return privacy
     named = privacy.analyses
@@ -406,7 +406,7 @@ def _context(privacy: Privacy) -> dict:
     if privacy.query is not None:
         # the private preprocessing the data went through: a resume reuses its answer
         # (noisysgd.preprocessing.recorded_query) and is refused if the data were prepared otherwise
-        context["preprocessing"] = _plain(privacy.query)
+        context["preprocessing"] = plain_json(privacy.query)
     return context
 
 
@@ -503,7 +503,7 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
     preprocessing query when there is one (:func:`noisysgd.accountant.compose_query`: the
     certificate's ``epsilon_total``, ``delta_total`` and ``guarantee`` then cover both)."""
     certificate = calibrated.report.certificate()
-    certificate["certificate"]["trainer_enforced"] = _plain(result.enforced)
+    certificate["certificate"]["trainer_enforced"] = plain_json(result.enforced)
     rule = result.enforced.get("release")  # average="auto": what it released and why
     certificate["certificate"]["released"] = result.enforced.get(
         "released", "the final iterate (every analysis covers it)"
@@ -572,12 +572,12 @@ def _checkpoint_to_resume(checkpoint, resume, run: Run, context: dict) -> dict |
     return recorded
 
 
-def _plain(value):
+def plain_json(value):
     """JSON-ready copy (numpy scalars to Python numbers)."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
+        return [plain_json(v) for v in value]
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, numbers.Integral):

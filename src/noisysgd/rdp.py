@@ -331,7 +331,7 @@ def _sgm_terms(alpha_col, k, q, sigma):
     return ta, tb, sign, mag_a, mag_b
 
 
-def _log_sum_exp(x: np.ndarray, axis=None):
+def log_sum_exp(x: np.ndarray, axis=None):
     """log Σ e^x over ``axis`` (every entry when None: a float), −inf where every term is −inf:
     scipy's ``logsumexp`` (the same shift by the maximum) without its per-call overhead, 3–10×
     cheaper on the arrays here (the RDP series' (orders × 128) blocks, the replace-one cells,
@@ -379,14 +379,14 @@ def _rdp_frac(alpha: np.ndarray, q: float, sigma):
         sgn = np.concatenate([sign, sign], axis=1)
         with np.errstate(divide="ignore"):
             log_pos[active] = np.logaddexp(
-                log_pos[active], _log_sum_exp(np.where(sgn > 0, terms, -np.inf), axis=1)
+                log_pos[active], log_sum_exp(np.where(sgn > 0, terms, -np.inf), axis=1)
             )
             log_neg[active] = np.logaddexp(
-                log_neg[active], _log_sum_exp(np.where(sgn < 0, terms, -np.inf), axis=1)
+                log_neg[active], log_sum_exp(np.where(sgn < 0, terms, -np.inf), axis=1)
             )
             magnitude = np.concatenate([mag_a, mag_b], axis=1)
             log_err[active] = np.logaddexp(
-                log_err[active], _log_sum_exp(terms + np.log(magnitude), axis=1)
+                log_err[active], log_sum_exp(terms + np.log(magnitude), axis=1)
             )
         k0 += size
         # The next two terms, for the remainder bound of the alternating tail.
@@ -714,7 +714,7 @@ def _replace_one_log_am1(a: float, q: float, mu: float) -> float:
     allv = np.concatenate(parts)
     if np.isnan(allv).any() or np.isposinf(allv).any():
         return math.inf
-    return _log_sum_exp(allv)
+    return log_sum_exp(allv)
 
 
 def _log_expm1_safe(x):

@@ -85,7 +85,7 @@ NOISE_CONVENTIONS = ("altschuler-talwar", "ye-shokri")
 _CONVENTION_ALIASES = {"ryffel": "ye-shokri", "langevin": "ye-shokri"}
 
 
-def _integer(name: str, value, *, minimum: int = 1) -> int:
+def checked_integer(name: str, value, *, minimum: int = 1) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{name} must be an integer >= {minimum}. Found {value!r}.")
     try:
@@ -97,7 +97,7 @@ def _integer(name: str, value, *, minimum: int = 1) -> int:
     return number
 
 
-def _real(name: str, value, *, positive: bool = True, optional: bool = False) -> float | None:
+def checked_real(name: str, value, *, positive: bool = True, optional: bool = False) -> float | None:
     if value is None and optional:
         return None
     kind = "a positive" if positive else "a non-negative"
@@ -115,7 +115,7 @@ def _real(name: str, value, *, positive: bool = True, optional: bool = False) ->
 def _learning_rate(value, steps):
     """A positive float, or an explicit schedule: a tuple of ``steps`` positive floats."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        return _real("learning_rate", value)
+        return checked_real("learning_rate", value)
     try:
         rates = tuple(float(v) for v in value)
     except (TypeError, ValueError):
@@ -133,7 +133,7 @@ def _learning_rate(value, steps):
     return rates
 
 
-def _choice(name: str, value, choices: tuple[str, ...], aliases: dict | None = None) -> str:
+def checked_choice(name: str, value, choices: tuple[str, ...], aliases: dict | None = None) -> str:
     key = value.strip().lower().replace("_", "-") if isinstance(value, str) else value
     if aliases and key in aliases:
         key = aliases[key]
@@ -232,12 +232,12 @@ class Run:
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        n = _integer("n", self.n)
-        batching = _choice("batching", self.batching, BATCHING_SCHEMES)
+        n = checked_integer("n", self.n)
+        batching = checked_choice("batching", self.batching, BATCHING_SCHEMES)
         if batching == "full" and self.batch_size is None:
             b = n
         else:
-            b = _integer("batch_size", self.batch_size)
+            b = checked_integer("batch_size", self.batch_size)
         if b > n:
             raise ValueError(f"batch_size must be at most n ({n}). Found {self.batch_size!r}.")
         if batching == "full" and b != n:
@@ -250,10 +250,10 @@ class Run:
         if self.steps is None and self.learning_rate is not None and not isinstance(
                 self.learning_rate, (int, float)) and hasattr(self.learning_rate, "__len__"):
             set_("steps", len(self.learning_rate))  # an explicit schedule fixes the length
-        set_("steps", None if self.steps is None else _integer("steps", self.steps))
+        set_("steps", None if self.steps is None else checked_integer("steps", self.steps))
         set_("learning_rate", None if self.learning_rate is None
              else _learning_rate(self.learning_rate, self.steps))
-        decay = _real("lr_decay", self.lr_decay, positive=False)
+        decay = checked_real("lr_decay", self.lr_decay, positive=False)
         if decay >= 1.0:
             raise ValueError(f"lr_decay must be in [0, 1). Found {self.lr_decay!r}.")
         if decay > 0 and isinstance(self.learning_rate, tuple):
@@ -261,10 +261,10 @@ class Run:
                 f"lr_decay must be 0 with an explicit learning_rate schedule. Found {self.lr_decay!r}."
             )
         set_("lr_decay", decay)
-        set_("noise_multiplier", _real("noise_multiplier", self.noise_multiplier, optional=True))
-        set_("lipschitz", _real("lipschitz", self.lipschitz))
-        set_("smoothness", _real("smoothness", self.smoothness, optional=True))
-        m = _real("strong_convexity", self.strong_convexity, positive=False)
+        set_("noise_multiplier", checked_real("noise_multiplier", self.noise_multiplier, optional=True))
+        set_("lipschitz", checked_real("lipschitz", self.lipschitz))
+        set_("smoothness", checked_real("smoothness", self.smoothness, optional=True))
+        m = checked_real("strong_convexity", self.strong_convexity, positive=False)
         if self.smoothness is not None and m > self.smoothness:
             raise ValueError(
                 f"strong_convexity must be at most smoothness ({self.smoothness!r}). Found {m!r}."
@@ -273,16 +273,16 @@ class Run:
         if not isinstance(self.convex, bool):
             raise ValueError(f"convex must be True or False. Found {self.convex!r}.")
         set_("convex", self.convex or m > 0)
-        set_("diameter", _real("diameter", self.diameter, optional=True))
-        set_("adjacency", _choice("adjacency", self.adjacency, ADJACENCIES))
+        set_("diameter", checked_real("diameter", self.diameter, optional=True))
+        set_("adjacency", checked_choice("adjacency", self.adjacency, ADJACENCIES))
         if self.adjacency == "add-remove" and batching not in ADD_REMOVE_BATCHINGS:
             raise ValueError(add_remove_refusal(batching))
-        set_("initialization", _choice("initialization", self.initialization, INITIALIZATIONS))
+        set_("initialization", checked_choice("initialization", self.initialization, INITIALIZATIONS))
 
     @classmethod
     def from_epochs(cls, *, epochs: int, **kwargs) -> "Run":
         """Build a run of ``epochs`` epochs of :attr:`steps_per_epoch` steps each."""
-        e = _integer("epochs", epochs)
+        e = checked_integer("epochs", epochs)
         if "steps" in kwargs:
             raise ValueError(f"steps must not be given with epochs. Found steps={kwargs['steps']!r}.")
         probe_kwargs = dict(kwargs)
@@ -408,7 +408,7 @@ def add_remove_refusal(batching: str) -> str:
 
 
 def _convention(convention: str) -> str:
-    return _choice("convention", convention, NOISE_CONVENTIONS, _CONVENTION_ALIASES)
+    return checked_choice("convention", convention, NOISE_CONVENTIONS, _CONVENTION_ALIASES)
 
 
 def sigma_from_noise_multiplier(
@@ -433,7 +433,7 @@ def sigma_from_noise_multiplier(
     ...                             learning_rate=0.5)
     1.0
     """
-    z = _real("noise_multiplier", noise_multiplier)
+    z = checked_real("noise_multiplier", noise_multiplier)
     return z * _sigma_per_unit_z(convention, lipschitz, batch_size, learning_rate)
 
 
@@ -450,17 +450,17 @@ def noise_multiplier_from_sigma(
     >>> noise_multiplier_from_sigma(0.5, convention="altschuler-talwar", lipschitz=1.0, batch_size=4)
     2.0
     """
-    s = _real("sigma", sigma)
+    s = checked_real("sigma", sigma)
     return s / _sigma_per_unit_z(convention, lipschitz, batch_size, learning_rate)
 
 
 def _sigma_per_unit_z(convention, lipschitz, batch_size, learning_rate) -> float:
     conv = _convention(convention)
-    L = _real("lipschitz", lipschitz)
-    b = _integer("batch_size", batch_size)
+    L = checked_real("lipschitz", lipschitz)
+    b = checked_integer("batch_size", batch_size)
     if conv == "altschuler-talwar":
         return L / b
     if learning_rate is None:
         raise ValueError(f"learning_rate is required for convention {conv!r}. Found None.")
-    eta = _real("learning_rate", learning_rate)
+    eta = checked_real("learning_rate", learning_rate)
     return L * math.sqrt(eta / 2.0) / b

@@ -69,13 +69,13 @@ class AnalysisResult:
         """JSON-ready form: non-finite numbers become ``null`` (``applies`` tells why)."""
         rdp = None
         if self.rdp is not None:
-            rdp = {_order_key(a): _finite(v) for a, v in zip(self.orders, self.rdp)}
+            rdp = {_order_key(a): finite_or_none(v) for a, v in zip(self.orders, self.rdp)}
         return {
             "applies": self.applies,
             "reason": self.reason,
             "sound": self.sound,
-            "epsilon": _finite(self.epsilon),
-            "mu": _finite(self.mu),
+            "epsilon": finite_or_none(self.epsilon),
+            "mu": finite_or_none(self.mu),
             "not_sound_reason": self.not_sound_reason,
             "order": self.order,
             "conversion": self.conversion,
@@ -135,10 +135,10 @@ def _plain(value):
         return int(value)
     if isinstance(value, (np.str_,)):
         return str(value)
-    return _finite(value)
+    return finite_or_none(value)
 
 
-def _finite(value):
+def finite_or_none(value):
     if value is None:
         return None
     value = float(value)

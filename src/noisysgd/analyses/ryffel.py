@@ -90,7 +90,7 @@ import math
 import numpy as np
 
 from ..rdp import validate_orders
-from ..run import Run, _integer, _real, sigma_from_noise_multiplier
+from ..run import Run, checked_integer, checked_real, sigma_from_noise_multiplier
 from .base import RDPAnalysis
 
 __all__ = [
@@ -123,11 +123,11 @@ UNSOUND_REASON = (
 
 
 def _positive(name: str, value) -> float:
-    return _real(name, value)
+    return checked_real(name, value)
 
 
 def _count(name: str, value) -> int:
-    return _integer(name, value)
+    return checked_integer(name, value)
 
 
 def _step_sizes(learning_rate, iterations) -> np.ndarray:

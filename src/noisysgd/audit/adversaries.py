@@ -189,11 +189,11 @@ def _audit(adv: _Adversary, *, run, trainer_run, delta, confidence, runs, calibr
            random_state, certify, progress=False):
     fit, score, direction = adv.fit, adv.score, adv.direction
     from ..rdp import validate_delta
-    from .stats import _level
+    from .stats import confidence_level
 
     # every check before any run: δ, confidence, counts, threshold, seed, analyses (accounting first)
     d = validate_delta(delta)
-    c = _level("confidence", confidence)
+    c = confidence_level("confidence", confidence)
     runs = _runs("runs", runs)
     if isinstance(threshold, Threshold):
         test, source = threshold, "declared before the runs"

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..train.losses import Loss, _regression_labels, _writable
+from ..train.losses import Loss, regression_labels, writable_array
 
 __all__ = ["Linear"]
 
@@ -43,10 +43,10 @@ class Linear(Loss):
     uses_target_bound = True
 
     def encode_labels(self, y, *, target_bound=None):
-        return _regression_labels(y, target_bound)
+        return regression_labels(y, target_bound)
 
     def derivative(self, S, Y):
-        D = S if _writable(S) else np.empty(np.shape(S), dtype=np.result_type(S, float))
+        D = S if writable_array(S) else np.empty(np.shape(S), dtype=np.result_type(S, float))
         D[...] = Y
         return D
 

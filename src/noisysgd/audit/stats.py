@@ -61,7 +61,7 @@ def _count(name: str, value, *, minimum: int = 0) -> int:
     return int(value)
 
 
-def _level(name: str, value) -> float:
+def confidence_level(name: str, value) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a number in (0, 1). Found {value!r}.")
     try:
@@ -104,7 +104,7 @@ def clopper_pearson_upper(k: int, n: int, confidence: float = 0.95) -> float:
     0.075711
     """
     k, n = _kn(k, n)
-    c = _level("confidence", confidence)
+    c = confidence_level("confidence", confidence)
     if k == n:
         return 1.0
     return float(stats.beta.ppf(c, k + 1, n - k))
@@ -118,7 +118,7 @@ def clopper_pearson_lower(k: int, n: int, confidence: float = 0.95) -> float:
     0.008226
     """
     k, n = _kn(k, n)
-    c = _level("confidence", confidence)
+    c = confidence_level("confidence", confidence)
     if k == 0:
         return 0.0
     return float(stats.beta.ppf(1.0 - c, k, n - k + 1))
@@ -132,7 +132,7 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     >>> tuple(round(v, 6) for v in clopper_pearson(3, 100, 0.95))
     (0.00623, 0.085176)
     """
-    c = _level("confidence", confidence)
+    c = confidence_level("confidence", confidence)
     side = (1.0 + c) / 2.0
     return clopper_pearson_lower(k, n, side), clopper_pearson_upper(k, n, side)
 
@@ -227,7 +227,7 @@ def epsilon_lower_bound(
     if fn > n1:
         raise ValueError(f"false_negatives must be at most positives ({n1}). Found {fn!r}.")
     d = _delta(delta)
-    c = _level("confidence", confidence)
+    c = confidence_level("confidence", confidence)
     each = 1.0 - (1.0 - c) / 2.0
     p0 = clopper_pearson_upper(fp, n0, each)
     p1 = clopper_pearson_upper(fn, n1, each)
@@ -315,7 +315,7 @@ def choose_threshold(scores_d, scores_d_prime, *, delta: float, confidence: floa
     s0 = np.sort(_scores("scores_d", scores_d))
     s1 = np.sort(_scores("scores_d_prime", scores_d_prime))
     d = _delta(delta)
-    c = _level("confidence", confidence)
+    c = confidence_level("confidence", confidence)
     m = _count("max_candidates", max_candidates, minimum=1)
     pooled = np.unique(np.concatenate([s0, s1]))
     if pooled.size == 1:

@@ -204,28 +204,28 @@ RELEASE = {"yes": "tail-average", "no": "last", "auto": "auto"}
 def check_schedule_flags(args, epsilon, delta) -> None:
     """The schedule flags' own checks (the messages name them)."""
     from ..rdp import validate_delta
-    from ..run import _integer, _real
+    from ..run import checked_integer, checked_real
 
     for name in ("epochs", "batch_size"):
         if getattr(args, name) != "auto":
-            _integer(name, getattr(args, name))
+            checked_integer(name, getattr(args, name))
     if args.alpha != "auto":
-        _real("l2", args.alpha, positive=False)
+        checked_real("l2", args.alpha, positive=False)
     if epsilon is not None:
-        _real("epsilon", epsilon)
+        checked_real("epsilon", epsilon)
     if args.noise_multiplier is not None:
-        _real("noise_multiplier", args.noise_multiplier)
+        checked_real("noise_multiplier", args.noise_multiplier)
     if delta is not None:
         validate_delta(delta)
-    _real("feature_clip", args.feature_clip)
+    checked_real("feature_clip", args.feature_clip)
 
 
 def check_flags(args) -> None:
     """The checkpoint and secure-mode flags, before anything is read; resolves
     ``--intercept-scaling auto`` (R/4 for classification, as the estimator; 1 for regression)."""
-    from ..run import _real
+    from ..run import checked_real
 
-    _real("feature_clip", args.feature_clip)
+    checked_real("feature_clip", args.feature_clip)
     if args.average is None:  # as the estimators: auto for the classifier, the last iterate for the regressor
         args.average = "auto" if args.task == "classification" else "no"
     if args.average == "yes" and args.batching == "auto":
@@ -237,7 +237,7 @@ def check_flags(args) -> None:
     args.intercept_auto = args.intercept_scaling == "auto"
     if args.intercept_auto:
         args.intercept_scaling = auto_intercept_scaling(args.feature_clip, args.task)
-    _real("intercept_scaling", args.intercept_scaling)
+    checked_real("intercept_scaling", args.intercept_scaling)
     if args.secure_mode and args.seed is not None:
         raise ValueError(
             "--seed cannot be combined with --secure-mode: the noise, the batches and the start then come "

@@ -45,7 +45,7 @@ the ``noisysgd figures --paper`` choices are its keys plus ``all``.
 
 from ._common import DELTA, MATPLOTLIB_MISSING, SERIES_DIGITS, Curve, FigureData
 from .altschuler_talwar import altschuler_talwar_figure_data
-from .draw import (PAPERS, _matplotlib, altschuler_talwar_figures, figure_series, plan_figure,
+from .draw import (PAPERS, load_matplotlib, altschuler_talwar_figures, figure_series, plan_figure,
                    require_matplotlib, write_figures, write_series, ye_shokri_figures)
 from .plan import plan_figure_data
 from .ye_shokri import ye_shokri_figure_data

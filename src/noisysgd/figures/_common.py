@@ -24,7 +24,7 @@ DELTA = 1e-5
 #: Significant digits of the plotted values in a figure's data file (``<name>.json``).
 SERIES_DIGITS = 6
 
-class _Stages:
+class Stages:
     """Progress over a figure's computation: a bar on stderr (:func:`noisysgd.progress.bar`,
     tqdm, removed when done) with ``progress``, else nothing.  ``tick(text)`` ends
     one stage and names the next (the first call only names it); ``more(k)`` adds
@@ -56,7 +56,7 @@ class _Stages:
     def __exit__(self, *exc) -> None:
         self.bar.close()
 
-_SILENT = _Stages(0, "", False)
+SILENT = Stages(0, "", False)
 
 @dataclass(frozen=True)
 class Curve:
@@ -98,7 +98,7 @@ class FigureData:
     # in axes fractions), optional "title"}.
     inset: dict | None = None
 
-def _step_grid(lo: int, hi: int, points: int) -> np.ndarray:
+def step_grid(lo: int, hi: int, points: int) -> np.ndarray:
     return np.unique(np.round(np.geomspace(lo, hi, points)).astype(np.int64))
 
 def _eps_rows(rdp_rows, orders, delta) -> np.ndarray:
@@ -108,7 +108,7 @@ def _eps_rows(rdp_rows, orders, delta) -> np.ndarray:
         warnings.simplefilter("ignore", OrderGridWarning)
         return np.array([epsilon_from_rdp(orders, row, delta).epsilon for row in rdp_rows])
 
-def _composition_eps(run: Run, steps: np.ndarray, orders, delta) -> np.ndarray:
+def composition_eps(run: Run, steps: np.ndarray, orders, delta) -> np.ndarray:
     comp = get_analysis("composition")
     if run.batching in ("poisson", "sample"):
         # T sampled-Gaussian steps: RDP is T times one step's.
@@ -118,45 +118,45 @@ def _composition_eps(run: Run, steps: np.ndarray, orders, delta) -> np.ndarray:
         rows = np.array([comp.rdp(run.replace(steps=int(t)), orders) for t in steps])
     return _eps_rows(rows, orders, delta)
 
-def _at_eps(run: Run, steps: np.ndarray, orders, delta, name: str = "altschuler-talwar") -> np.ndarray:
+def at_eps(run: Run, steps: np.ndarray, orders, delta, name: str = "altschuler-talwar") -> np.ndarray:
     rows = get_analysis(name).rdp_over_steps(run, steps, orders)
     return _eps_rows(rows, orders, delta)
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     return f"{x:g}"
 
-def _orders_text(orders) -> str:
+def orders_text(orders) -> str:
     return (f"improved RDP→(ε, δ) conversion over {len(orders)} orders in "
-            f"[{_fmt(float(np.min(orders)))}, {_fmt(float(np.max(orders)))}].")
+            f"[{fmt(float(np.min(orders)))}, {fmt(float(np.max(orders)))}].")
 
-def _run_caption(run: Run, delta: float, orders, *, extra: str = "", m: str | None = None) -> str:
+def run_caption(run: Run, delta: float, orders, *, extra: str = "", m: str | None = None) -> str:
     sigma = run.sigma("altschuler-talwar")
     parts = [
-        f"n = {run.n}, b = {run.batch_size} ({run.batching}, q = b/n = {_fmt(run.sampling_rate)}),",
-        f"η = {_fmt(run.learning_rate)}, z = {_fmt(run.noise_multiplier)} (σ = zL/b = {_fmt(sigma)}),",
-        f"L = {_fmt(run.lipschitz)}, M = {_fmt(run.smoothness)}, m = {m or _fmt(run.strong_convexity)},",
-        f"D = {_fmt(run.diameter)}, convex, adjacency = {run.adjacency}, δ = {_fmt(delta)},",
-        _orders_text(orders),
+        f"n = {run.n}, b = {run.batch_size} ({run.batching}, q = b/n = {fmt(run.sampling_rate)}),",
+        f"η = {fmt(run.learning_rate)}, z = {fmt(run.noise_multiplier)} (σ = zL/b = {fmt(sigma)}),",
+        f"L = {fmt(run.lipschitz)}, M = {fmt(run.smoothness)}, m = {m or fmt(run.strong_convexity)},",
+        f"D = {fmt(run.diameter)}, convex, adjacency = {run.adjacency}, δ = {fmt(delta)},",
+        orders_text(orders),
     ]
     return " ".join(parts) + (f" {extra}" if extra else "")
 
-def _burn_in(run: Run) -> float:
+def burn_in(run: Run) -> float:
     """T̄ = Dn/(Lη) (Theorem 3.1, up to constants)."""
     return run.diameter * run.n / (run.lipschitz * run.learning_rate)
 
-def _plateau_start(steps: np.ndarray, eps: np.ndarray, rel: float = 1e-9) -> int:
+def plateau_start(steps: np.ndarray, eps: np.ndarray, rel: float = 1e-9) -> int:
     """First T from which the curve equals its last value within ``rel``."""
     final = eps[-1]
     off = np.flatnonzero(np.abs(eps - final) > rel * abs(final))
     return int(steps[0] if off.size == 0 else steps[min(off[-1] + 1, steps.size - 1)])
 
-def _first_below(steps, upper, lower, rel: float = 1e-9):
+def first_below(steps, upper, lower, rel: float = 1e-9):
     """First x where ``lower`` is strictly (beyond ``rel``) below ``upper``; None if never."""
     below = np.flatnonzero(lower < upper * (1.0 - rel))
     return int(steps[below[0]]) if below.size else None
 
 @dataclass(frozen=True)
-class _Setting:
+class FigureSetting:
     """One run of a cross-over figure: a hidden-state analysis against composition."""
 
     key: str  # prefix of its curve keys ("" for a figure of one run)
@@ -168,7 +168,7 @@ class _Setting:
     colors: tuple[str, str, str]  # the bound, composition (RDP), composition-pld
     steps_note: Callable[[int], str] = lambda e: ""  # e.g. " (T = 349,400)"
 
-def _crossover_plans(s: _Setting, *, delta, epochs: np.ndarray, orders, pld: bool, stages=_SILENT):
+def _crossover_plans(s: FigureSetting, *, delta, epochs: np.ndarray, orders, pld: bool, stages=SILENT):
     """``noisysgd.plan`` of ``s.run`` at ``epochs``: ``"both"`` against both baselines
     (when ``pld``) and ``"rdp"`` against ``composition`` alone.  When a cross-over
     or a plateau epoch falls between two of ``epochs``, both are planned again with
@@ -203,7 +203,7 @@ def _crossover_plans(s: _Setting, *, delta, epochs: np.ndarray, orders, pld: boo
         plans = make(epochs)
     return epochs, plans
 
-def _crossover_curves(settings: list[_Setting], *, delta, epochs, orders, pld: bool, stages=_SILENT):
+def crossover_curves(settings: list[FigureSetting], *, delta, epochs, orders, pld: bool, stages=SILENT):
     """Curves, cross-over lines, plateau dots and parameters of a cross-over figure."""
     curves: dict[str, Curve] = {}
     vlines: dict[str, float] = {}
@@ -263,7 +263,7 @@ def _crossover_curves(settings: list[_Setting], *, delta, epochs, orders, pld: b
         }
     return curves, vlines, vstyles, dots, info
 
-def _plan_text(pld: bool, pld_note: str = "at the marked epochs, bisected around the cross-over") -> str:
+def plan_text(pld: bool, pld_note: str = "at the marked epochs, bisected around the cross-over") -> str:
     return (
         "Curves and numbers are noisysgd.plan's: the cross-over is the first epoch from which the bound "
         "stays below "
@@ -274,7 +274,7 @@ def _plan_text(pld: bool, pld_note: str = "at the marked epochs, bisected around
            if pld else "")
     )
 
-def _zoom(curves: dict[str, Curve], xs, *, pad: float = 0.25) -> dict | None:
+def zoom_window(curves: dict[str, Curve], xs, *, pad: float = 0.25) -> dict | None:
     """A linear zoom around the epochs ``xs`` (the cross-overs), or None without any."""
     xs = [x for x in xs if x is not None]
     if not xs:

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..rdp import DEFAULT_ORDERS
 from ..run import Run
-from ._common import (DELTA, Curve, FigureData, _at_eps, _burn_in, _composition_eps, _crossover_curves,
-                      _plan_text, _plateau_start, _run_caption, _Setting, _Stages, _step_grid, _zoom)
+from ._common import (DELTA, Curve, FigureData, at_eps, burn_in, composition_eps, crossover_curves,
+                      plan_text, plateau_start, run_caption, FigureSetting, Stages, step_grid, zoom_window)
 
 __all__ = ["altschuler_talwar_figure_data"]
 
@@ -40,7 +40,7 @@ def altschuler_talwar_figure_data(
     up to ``max_steps``.  ``progress``: a progress bar on stderr (tqdm).
     """
     total = 10 + (3 if pld else 2) * crossover
-    with _Stages(total, "figures: altschuler-talwar", progress) as stages:
+    with Stages(total, "figures: altschuler-talwar", progress) as stages:
         return _altschuler_talwar_figure_data(
             delta=delta, orders=orders, points=points, max_steps=max_steps, pld=pld, crossover=crossover,
             crossover_epochs=crossover_epochs, crossover_points=crossover_points, stages=stages)
@@ -51,7 +51,7 @@ def _altschuler_talwar_figure_data(*, delta, orders, points, max_steps, pld, cro
     caption quotes it), then Figures 1, 2(a), 2(b); the cross-over is listed last."""
     orders = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
     base = _AT_RUN
-    steps = _step_grid(1, max_steps, points)
+    steps = step_grid(1, max_steps, points)
     crossover_fig, cross = None, None
     if crossover:
         crossover_fig, cross = _at_crossover(base, delta=delta, orders=orders, pld=pld, epochs=crossover_epochs,
@@ -78,14 +78,14 @@ def _at_crossover(base: Run, *, delta, orders, pld, epochs, points, stages):
     """The cross-over figure: where :func:`noisysgd.plan` finds the sound bound below the
     composition baselines; (figure, the plan's numbers)."""
     K = base.steps_per_epoch
-    t_bar = _burn_in(base)
-    setting = _Setting(
+    t_bar = burn_in(base)
+    setting = FigureSetting(
         key="", run=base, analysis="altschuler-talwar", label=_AT_LABEL, short="A&T", prefix="",
         colors=("C0", "C3", "C1"), steps_note=lambda e: f" (T = {e * K:,})",
     )
-    grid = _step_grid(1, epochs, points)
+    grid = step_grid(1, epochs, points)
     stages.tick("cross-overs (noisysgd.plan)")
-    curves, vlines, vstyles, dots, info = _crossover_curves(
+    curves, vlines, vstyles, dots, info = crossover_curves(
         [setting], delta=delta, epochs=grid, orders=orders, pld=pld, stages=stages)
     cross = info["run"]
     bar = f"T̄ = Dn/(Lη) = {t_bar:g} steps ({t_bar / K:g} epochs)"
@@ -105,17 +105,17 @@ def _at_crossover(base: Run, *, delta, orders, pld, epochs, points, stages):
     figure = FigureData(
         name="altschuler-talwar-crossover",
         title="Altschuler & Talwar: where the sound bound overtakes composition (sampled batches)",
-        caption=_run_caption(
+        caption=run_caption(
             base, delta, orders,
             extra=(
                 f"Epochs of n/b = {K} steps (T = {K}·epochs), 1..{epochs:,} on a log grid "
                 f"of {grid.size} epochs plus every epoch around each cross-over. {numbers}. "
-                + _plan_text(pld)
+                + plan_text(pld)
             ),
         ),
         curves=curves, vlines=vlines, vline_styles=vstyles, dots=dots,
         xlim=(1.0, float(epochs)),
-        inset=_zoom(curves, [cross["crossover_rdp"], cross["crossover"]]),
+        inset=zoom_window(curves, [cross["crossover_rdp"], cross["crossover"]]),
         params={"run": base, "delta": delta, **{k: v for k, v in cross.items() if k != "run"}},
         xlabel=f"epochs ({K} noisy gradient steps each)", legend_loc="upper left",
     )
@@ -125,15 +125,15 @@ def _at_crossover(base: Run, *, delta, orders, pld, epochs, points, stages):
 def _at_fig1(base: Run, steps, *, delta, orders, cross, stages):
     """Figure 1: convex losses, sampled batches; (figure, the sound bound's curve)."""
     K = base.steps_per_epoch
-    t_bar = _burn_in(base)
+    t_bar = burn_in(base)
     stages.tick("Fig. 1")
-    comp = _composition_eps(base, steps, orders, delta)
+    comp = composition_eps(base, steps, orders, delta)
     stages.tick("Fig. 1")
-    at = _at_eps(base, steps, orders, delta)
+    at = at_eps(base, steps, orders, delta)
     stages.tick("Fig. 1")
-    published = _at_eps(base, steps, orders, delta, "altschuler-talwar-sampled")
+    published = at_eps(base, steps, orders, delta, "altschuler-talwar-sampled")
     stages.tick("Fig. 2(a)")
-    plateau = _plateau_start(steps, at)
+    plateau = plateau_start(steps, at)
     published_label = "(B.2) as published: NOT sound (proof gap), for comparison"
     comp_label = "composition (RDP): every iterate released"
     if cross is not None and cross["crossover_rdp"] is not None:
@@ -146,7 +146,7 @@ def _at_fig1(base: Run, steps, *, delta, orders, cross, stages):
     figure = FigureData(
         name="altschuler-talwar-fig1",
         title="Altschuler & Talwar, Fig. 1: convex losses, sampled batches",
-        caption=_run_caption(
+        caption=run_caption(
             base, delta, orders,
             extra=(
                 f"T̄ = Dn/(Lη) = {t_bar:g}; {flat}. Dotted: the published (B.2), which conditions "
@@ -169,19 +169,19 @@ def _at_fig1(base: Run, steps, *, delta, orders, cross, stages):
 def _at_fig2a(base: Run, steps, at, *, delta, orders, max_steps, points, stages) -> FigureData:
     """Figure 2(a): convex losses, cyclic batches, at whole epochs (Figure 1's sound bound
     ``at`` for reference)."""
-    t_bar = _burn_in(base)
+    t_bar = burn_in(base)
     cyc = base.replace(batching="cyclic")
     K = cyc.steps_per_epoch
-    epochs = _step_grid(1, max(1, max_steps // K), points)
+    epochs = step_grid(1, max(1, max_steps // K), points)
     csteps = epochs * K
-    comp_cyc = _composition_eps(cyc, csteps, orders, delta)
+    comp_cyc = composition_eps(cyc, csteps, orders, delta)
     stages.tick("Fig. 2(a)")
-    at_cyc = _at_eps(cyc, csteps, orders, delta)
+    at_cyc = at_eps(cyc, csteps, orders, delta)
     stages.tick("Fig. 2(b)")
     return FigureData(
         name="altschuler-talwar-fig2a",
         title="Altschuler & Talwar, Fig. 2(a): convex losses, cyclic batches",
-        caption=_run_caption(
+        caption=run_caption(
             cyc, delta, orders,
             extra=(
                 f"T at whole epochs of K = ⌊n/b⌋ = {K} steps. Cyclic composition: one Gaussian "
@@ -214,7 +214,7 @@ def _at_fig2b(base: Run, steps, *, delta, orders, stages) -> FigureData:
                       noise_multiplier=base.noise_multiplier * base.n / base.batch_size)
     curves = {
         "composition": Curve(
-            "composition (RDP), any m", steps, _composition_eps(sc, steps, orders, delta),
+            "composition (RDP), any m", steps, composition_eps(sc, steps, orders, delta),
             {"color": "C3", "ls": "--"},
         )
     }
@@ -222,20 +222,20 @@ def _at_fig2b(base: Run, steps, *, delta, orders, stages) -> FigureData:
     plateaus = {}
     dots = {}
     for i, m in enumerate((0.0, 1e-3, 1e-2, 1e-1)):
-        eps = _at_eps(sc.replace(strong_convexity=m), steps, orders, delta)
+        eps = at_eps(sc.replace(strong_convexity=m), steps, orders, delta)
         stages.tick("Fig. 2(b)")
         key = f"m={m:g}"
-        plateaus[key] = _plateau_start(steps, eps)
+        plateaus[key] = plateau_start(steps, eps)
         dots[key] = (float(plateaus[key]), float(eps[np.searchsorted(steps, plateaus[key])]))
         kind = "convex, (B.1)/(B.2), b = n" if m == 0 else "(B.3), b = n"
         color = ("C0", "C1", "C2", "C4")[i]  # C3 (red) is composition
         curves[key] = Curve(f"Altschuler–Talwar, m = {m:g} {kind}", steps, eps, {"color": color, "lw": 2})
-    t_bar_sc = _burn_in(sc)
+    t_bar_sc = burn_in(sc)
     plateau_text = ", ".join(f"{k.replace('m=', 'm = ')}: T = {v:,}" for k, v in plateaus.items())
     return FigureData(
         name="altschuler-talwar-fig2b",
         title="Altschuler & Talwar, Fig. 2(b): strongly convex losses, η = 1/M, full batches",
-        caption=_run_caption(
+        caption=run_caption(
             sc, delta, orders,
             extra=(
                 "Full batches with the same noise per step as Fig. 1 (σ = zL/b). "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import DELTA, MATPLOTLIB_MISSING, SERIES_DIGITS, FigureData, _Stages
+from ._common import DELTA, MATPLOTLIB_MISSING, SERIES_DIGITS, FigureData, Stages
 from .altschuler_talwar import altschuler_talwar_figure_data
 from .plan import plan_figure_data
 from .ye_shokri import ye_shokri_figure_data
@@ -24,10 +24,10 @@ __all__ = ["require_matplotlib", "figure_series", "write_series", "altschuler_ta
 
 def require_matplotlib() -> None:
     """Raise ``ImportError`` with an installation hint if matplotlib is missing."""
-    _matplotlib()
+    load_matplotlib()
 
 
-def _matplotlib():
+def load_matplotlib():
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -103,7 +103,7 @@ def _save(fig, path: Path) -> None:
 
 
 def _draw(data: FigureData, path: Path) -> Path:
-    Figure, FigureCanvasAgg = _matplotlib()
+    Figure, FigureCanvasAgg = load_matplotlib()
     caption = "\n".join(textwrap.wrap(data.caption, width=125))
     caption_h = _CAPTION_LINE * (caption.count("\n") + 1) + 0.2
     below = data.legend_loc == "below"  # the legend between the x label and the caption
@@ -205,7 +205,7 @@ def _write(data: dict[str, FigureData], out_dir, progress: bool = False) -> list
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    with _Stages(len(data) - 1, "figures: drawing", progress) as stages:
+    with Stages(len(data) - 1, "figures: drawing", progress) as stages:
         for fig in data.values():
             stages.tick(fig.name)
             paths.append(_draw(fig, out / f"{fig.name}.png"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..planning import BASELINES
-from ._common import Curve, FigureData, _fmt
+from ._common import Curve, FigureData, fmt
 
 __all__ = ["plan_figure_data"]
 
@@ -58,9 +58,9 @@ def _off_axes(steps, eps, bottom: float, top: float) -> str:
     steps = np.asarray(steps)
     above, under = eps > top, eps < bottom
     if np.all(above):
-        return f" [off the axes: above ε = {_fmt(float(f'{top:.3g}'))}]"
+        return f" [off the axes: above ε = {fmt(float(f'{top:.3g}'))}]"
     if np.all(under):
-        return f" [off the axes: below ε = {_fmt(float(f'{bottom:.3g}'))}]"
+        return f" [off the axes: below ε = {fmt(float(f'{bottom:.3g}'))}]"
     notes = []
     if above.any():
         i = int(np.argmax(above))
@@ -109,11 +109,11 @@ def _plan_caption(plan) -> str:
     run = plan.run
     return (
         f"n = {run.n}, b = {run.batch_size} ({run.batching}, {run.steps_per_epoch} steps per epoch), "
-        f"η = {_fmt(run.learning_rate)}" + (f"·(t+1)^-{_fmt(run.lr_decay)}" if run.lr_decay else "")
-        + f", z = {_fmt(run.noise_multiplier)}, L = {_fmt(run.lipschitz)}, "
-        f"M = {_fmt(run.smoothness) if run.smoothness else '-'}, m = {_fmt(run.strong_convexity)}, "
-        f"D = {_fmt(run.diameter) if run.diameter else '-'}, adjacency = {run.adjacency}, "
-        f"δ = {_fmt(plan.delta)}, {plan.details.get('conversion', 'improved')} RDP conversion. "
+        f"η = {fmt(run.learning_rate)}" + (f"·(t+1)^-{fmt(run.lr_decay)}" if run.lr_decay else "")
+        + f", z = {fmt(run.noise_multiplier)}, L = {fmt(run.lipschitz)}, "
+        f"M = {fmt(run.smoothness) if run.smoothness else '-'}, m = {fmt(run.strong_convexity)}, "
+        f"D = {fmt(run.diameter) if run.diameter else '-'}, adjacency = {run.adjacency}, "
+        f"δ = {fmt(plan.delta)}, {plan.details.get('conversion', 'improved')} RDP conversion. "
         "Composition: every iterate released; the others: the final model only. "
         + ("composition-pld is computed at a few epochs and bounded by the next one in between. "
            if "composition_pld_note" in plan.details else "")

@@ -18,8 +18,8 @@ import numpy as np
 from ..analyses import get_analysis
 from ..rdp import DEFAULT_ORDERS
 from ..run import Run, noise_multiplier_from_sigma
-from ._common import (DELTA, _SILENT, Curve, FigureData, _crossover_curves, _first_below, _fmt, _orders_text,
-                      _plan_text, _Setting, _Stages)
+from ._common import (DELTA, SILENT, Curve, FigureData, crossover_curves, first_below, fmt, orders_text,
+                      plan_text, FigureSetting, Stages)
 
 __all__ = ["ye_shokri_figure_data"]
 
@@ -76,18 +76,18 @@ def _ye_shokri_run(batching: str, epochs: int = 1) -> Run:
 def _ys_caption(run: Run, epochs: np.ndarray, orders: np.ndarray, extra: str) -> str:
     nu = run.noise_to_sensitivity
     sigma = run.sigma("ye-shokri")
-    alphas = ", ".join(_fmt(a) for a in orders)
+    alphas = ", ".join(fmt(a) for a in orders)
     return " ".join([
         f"Setting (Ye & Shokri's convention, from their captions): α ∈ {{{alphas}}}, "
         f"n = {run.n}, b = {run.batch_size} (n/b = {run.steps_per_epoch} steps per epoch), "
-        f"η = {_fmt(run.learning_rate)}, λ = {_fmt(run.strong_convexity)}, "
-        f"β = {_fmt(run.smoothness)}, S_g = {_fmt(run.sensitivity)}, "
-        f"σ² = {_fmt(round(sigma * sigma, 12))} (each step adds √(2ησ²)·N(0, I)).",
-        f"Library: adjacency = {run.adjacency} (S_g = 2L, L = {_fmt(run.lipschitz)}), "
-        f"m = λ, M = β, z = {_fmt(run.noise_multiplier)} (noise std zL/b = "
-        f"{_fmt(run.noise_multiplier * run.lipschitz / run.batch_size)} on the mean gradient; "
-        f"noise/sensitivity z/2 = {_fmt(nu)}, so one use of the differing example costs "
-        f"ρ(α) = α/(2·{_fmt(nu)}²) = α/{_fmt(2 * nu * nu)}).",
+        f"η = {fmt(run.learning_rate)}, λ = {fmt(run.strong_convexity)}, "
+        f"β = {fmt(run.smoothness)}, S_g = {fmt(run.sensitivity)}, "
+        f"σ² = {fmt(round(sigma * sigma, 12))} (each step adds √(2ησ²)·N(0, I)).",
+        f"Library: adjacency = {run.adjacency} (S_g = 2L, L = {fmt(run.lipschitz)}), "
+        f"m = λ, M = β, z = {fmt(run.noise_multiplier)} (noise std zL/b = "
+        f"{fmt(run.noise_multiplier * run.lipschitz / run.batch_size)} on the mean gradient; "
+        f"noise/sensitivity z/2 = {fmt(nu)}, so one use of the differing example costs "
+        f"ρ(α) = α/(2·{fmt(nu)}²) = α/{fmt(2 * nu * nu)}).",
         f"y: the RDP ε at order α (not (ε, δ)); x: K = {int(epochs[0])}..{int(epochs[-1])} whole "
         "epochs, log–log axes.",
         extra,
@@ -101,7 +101,7 @@ def _per_epoch(analysis_name: str, run: Run, epochs: np.ndarray, orders: np.ndar
     return np.array([analysis.rdp(run.replace(steps=int(k) * l), orders) for k in epochs])
 
 def _ys_rdp(analysis: str, batching: str, epochs: np.ndarray, orders: np.ndarray, cache: dict,
-            stages=_SILENT) -> np.ndarray:
+            stages=SILENT) -> np.ndarray:
     """RDP (len(epochs), len(orders)) of one :data:`_YS_CURVES` source, computed once."""
     key = (analysis, batching)
     if key not in cache:
@@ -120,7 +120,7 @@ def _ys_rdp(analysis: str, batching: str, epochs: np.ndarray, orders: np.ndarray
     return cache[key]
 
 def _ys_curves(fig: str, alphas, epochs, orders, cache,
-               stages=_SILENT) -> tuple[dict[str, Curve], dict[str, np.ndarray]]:
+               stages=SILENT) -> tuple[dict[str, Curve], dict[str, np.ndarray]]:
     """The curves of one Ye & Shokri figure from :data:`_YS_CURVES`, and each
     source's RDP array by curve name."""
     curves: dict[str, Curve] = {}
@@ -161,7 +161,7 @@ def ye_shokri_figure_data(
     ``"<batching>/<analysis>"``, ``params["settings"][batching]`` the plan's
     cross-overs and plateaus.  ``progress``: a progress bar on stderr (tqdm).
     """
-    with _Stages(5 + 4 * crossover, "figures: ye-shokri", progress) as stages:
+    with Stages(5 + 4 * crossover, "figures: ye-shokri", progress) as stages:
         return _ye_shokri_figure_data(orders=orders, max_epochs=max_epochs, crossover=crossover,
                                       crossover_epochs=crossover_epochs, delta=delta, stages=stages)
 
@@ -234,7 +234,7 @@ class _YsFigures:
         alphas, epochs, orders = self.alphas, self.epochs, self.orders
         curves, rdp = self._curves("fig2a")
         thm42, sampled = rdp["thm4.2"], rdp["composition-sampled"]
-        cross_42 = {a: _first_below(epochs, sampled[:, i], thm42[:, i]) for i, a in enumerate(alphas)}
+        cross_42 = {a: first_below(epochs, sampled[:, i], thm42[:, i]) for i, a in enumerate(alphas)}
         conv = "; ".join(
             f"α = {a:g}: Theorem 4.2 {thm42[-1, i]:.6f} (K = 1: {thm42[0, i]:.6f}), last batch "
             f"{last[-1, i]:.5f}; below the sampled-Gaussian line from K = {cross_42[a]}"
@@ -270,7 +270,7 @@ class _YsFigures:
         cross_43 = {}
         vlines, vstyles = {}, {}
         for i, a in enumerate(alphas):
-            k = _first_below(epochs, comp_sampled[:, i], thm43[:, i])
+            k = first_below(epochs, comp_sampled[:, i], thm43[:, i])
             cross_43[a] = k
             if k is not None:
                 label = f"α = {a:g}: Theorem 4.3 < composition from K = {k}"
@@ -297,20 +297,20 @@ class _YsFigures:
         )
 
 
-def _ye_shokri_crossover(samp: Run, cyc: Run, *, delta: float, max_epochs: int, stages=_SILENT) -> FigureData:
+def _ye_shokri_crossover(samp: Run, cyc: Run, *, delta: float, max_epochs: int, stages=SILENT) -> FigureData:
     """ε at δ against epochs for the figures' setting, sample and cyclic batches,
     against composition (RDP and PLD): noisysgd.plan's curves and numbers."""
     orders = DEFAULT_ORDERS
     epochs = np.arange(1, int(max_epochs) + 1, dtype=np.int64)
     settings = [
-        _Setting(key="sample/", run=samp, analysis="ye-shokri",
+        FigureSetting(key="sample/", run=samp, analysis="ye-shokri",
                  label="sample: Theorem 4.3 (ye-shokri)", short="sample: Thm 4.3", prefix="sample: ",
                  colors=("C0", "C0", "C0")),
-        _Setting(key="cyclic/", run=cyc, analysis="ye-shokri",
+        FigureSetting(key="cyclic/", run=cyc, analysis="ye-shokri",
                  label="cyclic: Theorem 3.3, worst position (ye-shokri)", short="cyclic: Thm 3.3",
                  prefix="cyclic: ", colors=("C2", "C2", "C2")),
     ]
-    curves, vlines, vstyles, dots, info = _crossover_curves(
+    curves, vlines, vstyles, dots, info = crossover_curves(
         settings, delta=delta, epochs=epochs, orders=orders, pld=True, stages=stages)
     settings_info = {k.rstrip("/"): v for k, v in info.items()}
 
@@ -327,12 +327,12 @@ def _ye_shokri_crossover(samp: Run, cyc: Run, *, delta: float, max_epochs: int, 
     sigma = samp.sigma("ye-shokri")
     caption = " ".join([
         (f"The setting of their Figs. 1–2 (their convention): n = {samp.n}, b = {samp.batch_size} "
-         f"({samp.steps_per_epoch} steps per epoch), η = {_fmt(samp.learning_rate)}, "
-         f"λ = {_fmt(samp.strong_convexity)}, β = {_fmt(samp.smoothness)}, S_g = {_fmt(samp.sensitivity)}, "
-         f"σ² = {_fmt(round(sigma * sigma, 12))}; library: adjacency = {samp.adjacency}, "
-         f"L = {_fmt(samp.lipschitz)}, m = λ, M = β, z = {_fmt(samp.noise_multiplier)} "
-         f"(noise/sensitivity {_fmt(nu)})."),
-        f"y: ε at δ = {_fmt(delta)}, {_orders_text(orders)[:-1]}; x: every epoch 1..{int(epochs[-1])}.",
+         f"({samp.steps_per_epoch} steps per epoch), η = {fmt(samp.learning_rate)}, "
+         f"λ = {fmt(samp.strong_convexity)}, β = {fmt(samp.smoothness)}, S_g = {fmt(samp.sensitivity)}, "
+         f"σ² = {fmt(round(sigma * sigma, 12))}; library: adjacency = {samp.adjacency}, "
+         f"L = {fmt(samp.lipschitz)}, m = λ, M = β, z = {fmt(samp.noise_multiplier)} "
+         f"(noise/sensitivity {fmt(nu)})."),
+        f"y: ε at δ = {fmt(delta)}, {orders_text(orders)[:-1]}; x: every epoch 1..{int(epochs[-1])}.",
         ("Blue: sample batches, Theorem 4.3 (6), against composition over every step (sampled Gaussian, "
          "q = b/n). Green: cyclic batches, Theorem 3.3 (3) at the worst position (last batch), against "
          "one Gaussian mechanism per epoch. Shuffled batches are left out: ye-shokri refuses them "
@@ -340,15 +340,15 @@ def _ye_shokri_crossover(samp: Run, cyc: Run, *, delta: float, max_epochs: int, 
         f"{numbers('sample')}; {numbers('cyclic')}.",
         ("Thin dashed lines with dots: the limit line, the exact privacy of the run's linear + ridge "
          "instance (noisysgd.limits): no sound analysis in its class can certify less."),
-        _plan_text(True, "for sample batches at the marked epochs, bisected around the cross-over; "
+        plan_text(True, "for sample batches at the marked epochs, bisected around the cross-over; "
                          "for cyclic batches the exact Gaussian curve"),
     ])
     return FigureData(
         name="ye-shokri-crossover",
         title="Ye & Shokri: where the sound bound overtakes composition (ε at δ = "
-              f"{_fmt(delta)})",
+              f"{fmt(delta)})",
         caption=caption,
         curves=curves, vlines=vlines, vline_styles=vstyles, dots=dots,
         params={"delta": delta, "settings": settings_info, "epochs": epochs},
-        xlabel="epochs", ylabel=f"ε at δ = {_fmt(delta)}", legend_loc="below", legend_ncol=2,
+        xlabel="epochs", ylabel=f"ε at δ = {fmt(delta)}", legend_loc="below", legend_ncol=2,
     )

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..run import BATCHING_SCHEMES, PARTITION_BATCHINGS, Run, _choice, _integer
+from ..run import BATCHING_SCHEMES, PARTITION_BATCHINGS, Run, checked_choice, checked_integer
 from .secure import SecureRandom
 
 __all__ = ["batches", "run_batches", "BatchStream", "describe_batches"]
@@ -65,7 +65,7 @@ _ONE_ORDER = ("shuffle-once", "cyclic")
 def describe_batches(scheme: str, *, secure: bool = False) -> str:
     """What the trainer does for ``scheme``, in words (recorded in the
     certificate's ``trainer_enforced["batches"]``)."""
-    scheme = _choice("batching", scheme, BATCHING_SCHEMES)
+    scheme = checked_choice("batching", scheme, BATCHING_SCHEMES)
     source = ("the operating system's CSPRNG (secure mode)" if secure
               else "the run's seeded batch generator")
     once = (f"one uniformly random permutation of the n indices, drawn once from {source} "
@@ -118,10 +118,10 @@ def batches(
     between two steps is enough to continue it exactly
     (:meth:`BatchStream.from_state`).
     """
-    scheme = _choice("batching", scheme, BATCHING_SCHEMES)
-    n = _integer("n", n)
-    b = _integer("batch_size", batch_size)
-    steps = _integer("steps", steps)
+    scheme = checked_choice("batching", scheme, BATCHING_SCHEMES)
+    n = checked_integer("n", n)
+    b = checked_integer("batch_size", batch_size)
+    steps = checked_integer("steps", steps)
     if b > n:
         raise ValueError(f"batch_size must be at most n ({n}). Found {batch_size!r}.")
     if scheme == "full" and b != n:
@@ -129,7 +129,7 @@ def batches(
     if not isinstance(rng, (np.random.Generator, SecureRandom)):
         raise ValueError(f"rng must be a numpy.random.Generator or a SecureRandom. Found {type(rng).__name__}.")
     if rows is not None:
-        rows = _integer("rows", rows, minimum=0)
+        rows = checked_integer("rows", rows, minimum=0)
         if rows != n and scheme != "poisson":
             raise ValueError(f"rows must equal n ({n}) for batching={scheme!r} (only poisson draws at a rate "
                              f"fixed apart from the number of rows). Found {rows}.")

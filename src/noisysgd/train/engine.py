@@ -53,7 +53,7 @@ from ..run import Run
 from . import checkpoint as _ckpt
 from .batching import BatchStream, describe_batches, generator_from_state, run_batches
 from .leaks import check_declared_constants
-from .losses import Loss, LossConstants, _features, _float_dtype, _positive
+from .losses import Loss, LossConstants, feature_rows, float_dtype, positive_real
 from .rows import CenteredRows, Rows, rows_of, source_norms
 from .secure import SecureRandom
 
@@ -73,7 +73,7 @@ def _random_state(random_state):
     )
 
 
-def _check_secure_mode(secure_mode, random_state) -> None:
+def check_secure_mode(secure_mode, random_state) -> None:
     """secure_mode is a bool, and excludes a seed."""
     if not isinstance(secure_mode, bool):
         raise ValueError(f"secure_mode must be True or False. Found {secure_mode!r}.")
@@ -160,7 +160,7 @@ class TrainResult:
         from .rows import block_rows
 
         if not isinstance(X, CenteredRows):
-            X = _features(X)
+            X = feature_rows(X)
         step = block_rows(X.shape[1])
         for i in range(0, max(X.shape[0], 1), step):
             yield augment(X[i:i + step], self.feature_clip, intercept_scaling=self.intercept_scaling,
@@ -314,12 +314,12 @@ class _Prepared:
 def _centered(X: CenteredRows) -> CenteredRows:
     """A :class:`CenteredRows` validated: finite 2-D features, a finite center of one entry per
     column, a positive radius."""
-    rows = _features(X.X)
+    rows = feature_rows(X.X)
     center = np.asarray(X.center, dtype=np.float64)
     if center.shape != (rows.shape[1],) or not np.all(np.isfinite(center)):
         raise ValueError(f"the center must be {rows.shape[1]} finite numbers (one per column of X). "
                          f"Found shape {center.shape}.")
-    return CenteredRows(rows, center, _positive("radius", X.radius))
+    return CenteredRows(rows, center, positive_real("radius", X.radius))
 
 
 def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
@@ -331,13 +331,13 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     run.require("steps", "learning_rate", "noise_multiplier", why="to train")
     if not isinstance(loss, Loss):
         raise ValueError(f"loss must be a noisysgd.train loss (e.g. BinaryLogistic()). Found {loss!r}.")
-    R = _positive("feature_clip", feature_clip)
-    s = _positive("intercept_scaling", intercept_scaling)
-    Yb = _positive("target_bound", target_bound, optional=True)
+    R = positive_real("feature_clip", feature_clip)
+    s = positive_real("intercept_scaling", intercept_scaling)
+    Yb = positive_real("target_bound", target_bound, optional=True)
     if Yb is not None and not getattr(loss, "uses_target_bound", False):
         raise ValueError(f"target_bound applies to regression losses only, not {loss!r}. Found {target_bound!r}.")
-    dt = _float_dtype(dtype)
-    X = _centered(X) if isinstance(X, CenteredRows) else _features(X)
+    dt = float_dtype(dtype)
+    X = _centered(X) if isinstance(X, CenteredRows) else feature_rows(X)
     if run.adjacency == "add-remove" and n_rows is not None:
         raise ValueError("run.adjacency must be 'replace' for data-parallel training (its shards tile run.n "
                          "rows, while under add-remove n is the declared public size and the data may hold "
@@ -355,7 +355,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None. Found {callback!r}.")
     random_state = _random_state(random_state)  # the streams are split only once every check passed
-    _check_secure_mode(secure_mode, random_state)
+    check_secure_mode(secure_mode, random_state)
     shape = loss.param_shape(X.shape[1])
     radius = None if run.diameter is None else run.diameter / 2.0
     if run.initialization == "gaussian":

@@ -63,7 +63,7 @@ __all__ = [
 # --------------------------------------------------------------------------- helpers
 
 
-def _positive(name: str, value, *, optional: bool = False) -> float | None:
+def positive_real(name: str, value, *, optional: bool = False) -> float | None:
     if value is None and optional:
         return None
     if isinstance(value, bool) or value is None:
@@ -77,7 +77,7 @@ def _positive(name: str, value, *, optional: bool = False) -> float | None:
     return number
 
 
-def _float_dtype(dtype) -> np.dtype:
+def float_dtype(dtype) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -115,10 +115,10 @@ def augment(X, feature_clip: float, *, intercept_scaling: float = 1.0, dtype=np.
     >>> augment([[3.0, 4.0]], feature_clip=1.0, intercept_scaling=0.25).tolist()
     [[0.6000000000000001, 0.8, 0.25]]
     """
-    R = _positive("feature_clip", feature_clip)
-    s = _positive("intercept_scaling", intercept_scaling)
-    dt = _float_dtype(dtype)
-    Xbar, bar_norms = _augment(_features(X), R, dt, bias=s)
+    R = positive_real("feature_clip", feature_clip)
+    s = positive_real("intercept_scaling", intercept_scaling)
+    dt = float_dtype(dtype)
+    Xbar, bar_norms = _augment(feature_rows(X), R, dt, bias=s)
     return (Xbar, bar_norms) if return_norms else Xbar
 
 
@@ -131,7 +131,7 @@ def float_array(X) -> np.ndarray:
     return X if isinstance(X, np.ndarray) and X.dtype in FLOATS else np.asarray(X, dtype=np.float64)
 
 
-def _features(X) -> np.ndarray:
+def feature_rows(X) -> np.ndarray:
     """``X`` as a finite 2-D float array (:func:`float_array`), or ``ValueError`` naming it."""
     try:
         X = float_array(X)
@@ -155,7 +155,7 @@ def all_finite(X) -> bool:
     return all(np.isfinite(X[i:i + _CHECK_ROWS]).all() for i in range(0, X.shape[0], _CHECK_ROWS))
 
 
-def _row_norms(X: np.ndarray) -> np.ndarray:
+def clipped_row_norms(X: np.ndarray) -> np.ndarray:
     """‖x_i‖ in float64 for a finite float X, without overflow for huge entries."""
     norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
     bad = ~np.isfinite(norms)
@@ -173,7 +173,7 @@ def _augment_blocks(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | N
     float64 product x_i·min(1, R/‖x_i‖), rounded once to ``dt`` (a block at a time, so no float64
     copy of a float32 X is made).  :func:`_augment` writes the blocks into an array, the torch
     backend into a device tensor."""
-    norms = _row_norms(X) if norms is None else norms
+    norms = clipped_row_norms(X) if norms is None else norms
     scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
     clipped = np.minimum(norms, R)
     blocks = ((slice(i, i + step), np.multiply(X[i:i + step], scale[i:i + step, None], dtype=np.float64)
@@ -304,7 +304,7 @@ class Loss:
             D = self.derivative(S, Y)
         else:
             norms = np.sqrt(np.einsum("ij,ij->i", Xbar, Xbar))
-            D = self.clipped_derivative(S, Y, _positive("clip_norm", clip_norm) / norms)
+            D = self.clipped_derivative(S, Y, positive_real("clip_norm", clip_norm) / norms)
         return Xbar.T @ D / Xbar.shape[0]
 
     # ---------------------------------------------------------------- constants
@@ -341,11 +341,11 @@ class Loss:
         -------
         LossConstants
         """
-        R = _positive("feature_clip", feature_clip)
-        L = _positive("clip_norm", clip_norm, optional=True)
-        D = _positive("diameter", diameter, optional=True)
-        Y = _positive("target_bound", target_bound, optional=True)
-        s = _positive("intercept_scaling", intercept_scaling)
+        R = positive_real("feature_clip", feature_clip)
+        L = positive_real("clip_norm", clip_norm, optional=True)
+        D = positive_real("diameter", diameter, optional=True)
+        Y = positive_real("target_bound", target_bound, optional=True)
+        s = positive_real("intercept_scaling", intercept_scaling)
         natural, M, derivation = self._natural(R * R + s * s, D, Y)
         if s != 1.0:
             derivation += f"; intercept scaling s = {s:g}: R²+s² in place of R²+1"
@@ -424,10 +424,10 @@ def _n_classes(value) -> int:
     return int(value)
 
 
-def _regression_labels(y, target_bound) -> np.ndarray:
+def regression_labels(y, target_bound) -> np.ndarray:
     """Validated real labels, clipped to [−Y, Y] when a target bound Y is declared."""
     y = _label_array(y)
-    Y = _positive("target_bound", target_bound, optional=True)
+    Y = positive_real("target_bound", target_bound, optional=True)
     return y.copy() if Y is None else np.clip(y, -Y, Y)
 
 
@@ -454,7 +454,7 @@ class BinaryLogistic(Loss):
         return _binary_labels(y)
 
     def derivative(self, S, Y):
-        S = np.multiply(S, -Y, out=S if _writable(S) else None)
+        S = np.multiply(S, -Y, out=S if writable_array(S) else None)
         D = expit(S, out=S)
         D *= -Y
         return D
@@ -506,7 +506,7 @@ class OneVsRestLogistic(_Multiclass):
 
 
     def derivative(self, S, Y):
-        D = expit(S, out=S if _writable(S) else None)
+        D = expit(S, out=S if writable_array(S) else None)
         D[np.arange(D.shape[0]), Y] -= 1.0
         return D
 
@@ -560,7 +560,7 @@ class Softmax(_Multiclass):
 
 
     def derivative(self, S, Y):
-        S = S if _writable(S) else S.copy()
+        S = S if writable_array(S) else S.copy()
         S -= S.max(axis=1, keepdims=True)
         np.exp(S, out=S)
         S /= S.sum(axis=1, keepdims=True)
@@ -701,10 +701,10 @@ class Squared(Loss):
     uses_target_bound = True
 
     def encode_labels(self, y, *, target_bound=None):
-        return _regression_labels(y, target_bound)
+        return regression_labels(y, target_bound)
 
     def derivative(self, S, Y):
-        S = S if _writable(S) else S.copy()
+        S = S if writable_array(S) else S.copy()
         S -= Y
         return S
 
@@ -744,13 +744,13 @@ class Huber(Loss):
     uses_target_bound = True
 
     def __init__(self, delta: float = 1.0):
-        self.delta = _positive("delta", delta)
+        self.delta = positive_real("delta", delta)
 
     def encode_labels(self, y, *, target_bound=None):
         return Squared.encode_labels(self, y, target_bound=target_bound)
 
     def derivative(self, S, Y):
-        S = S if _writable(S) else S.copy()
+        S = S if writable_array(S) else S.copy()
         S -= Y
         np.clip(S, -self.delta, self.delta, out=S)
         return S
@@ -773,5 +773,5 @@ class Huber(Loss):
         return f"Huber(delta={self.delta:g})"
 
 
-def _writable(a) -> bool:
+def writable_array(a) -> bool:
     return isinstance(a, np.ndarray) and a.flags.writeable and a.dtype.kind == "f"

@@ -32,7 +32,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .losses import _row_norms
+from .losses import clipped_row_norms
 
 __all__ = ["CenteredRows", "Rows", "rows_of", "source_norms", "clip_rows", "center_rows"]
 
@@ -58,7 +58,7 @@ def clip_rows(X, radius: float, out: np.ndarray | None = None) -> np.ndarray:
            [0.3, 0.4]])
     """
     X = np.asarray(X, dtype=np.float64)
-    norms = _row_norms(X)[:, None]  # the trainer's norms: no overflow for huge entries
+    norms = clipped_row_norms(X)[:, None]  # the trainer's norms: no overflow for huge entries
     return np.multiply(X, radius / np.maximum(norms, radius), out=out)
 
 
@@ -109,7 +109,7 @@ class CenteredRows:
     @cached_property
     def raw_norms(self) -> np.ndarray:
         """‖x_i‖ of the caller's rows (float64)."""
-        return _row_norms(self.X)
+        return clipped_row_norms(self.X)
 
     @cached_property
     def first_clip(self) -> np.ndarray:
@@ -127,8 +127,8 @@ def source_norms(X) -> np.ndarray:
     """‖x_i‖ of the rows the trainer clips: the caller's rows, or the centered ones of a
     :class:`CenteredRows` (what the leak check compares to the feature clip)."""
     if isinstance(X, CenteredRows):
-        return np.concatenate([_row_norms(block) for block in X.blocks()] or [np.empty(0)])  # a block at a time
-    return _row_norms(X)
+        return np.concatenate([clipped_row_norms(block) for block in X.blocks()] or [np.empty(0)])  # a block at a time
+    return clipped_row_norms(X)
 
 
 class Rows:

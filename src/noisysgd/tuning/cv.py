@@ -14,9 +14,9 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
 from ..params import is_auto
-from ..private_fit import _plain
+from ..private_fit import plain_json
 from ..rdp import DEFAULT_ORDERS
-from .selection import (SELECTIONS, _real, draw_runs, liu_talwar, liu_talwar_split, truncated_negative_binomial_gamma,
+from .selection import (SELECTIONS, selection_real, draw_runs, liu_talwar, liu_talwar_split, truncated_negative_binomial_gamma,
                         tuning_epsilon)
 
 __all__ = ["NoisySGDClassifierCV", "NoRunsDrawn"]
@@ -205,7 +205,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         (checked against ``run_`` after every fit: a mismatch stops the tuning)."""
         from ..estimators import classification_loss
         from ..run import Run
-        from ..private_fit import _learning_rate
+        from ..private_fit import resolve_learning_rate
 
         loss = classification_loss(n_classes, params.get("multi_class", "softmax"))
         c = loss.constants(feature_clip=float(params["feature_clip"]), clip_norm=params.get("clip_norm"),
@@ -216,7 +216,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         b = n_train if batching == "full" else min(int(params["batch_size"]), n_train)
         return Run.from_epochs(
             epochs=int(params["epochs"]), n=n_train, batch_size=b, batching=batching,
-            learning_rate=_learning_rate(params["learning_rate"], smooth, lam), noise_multiplier=1.0,
+            learning_rate=resolve_learning_rate(params["learning_rate"], smooth, lam), noise_multiplier=1.0,
             lipschitz=c.lipschitz, smoothness=smooth, strong_convexity=lam, convex=c.convex,
             diameter=params.get("diameter"), adjacency=params["adjacency"],
             initialization=params["initialization"],
@@ -353,14 +353,14 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         self.best_params_ = dict(plan.grid[c])
         self.best_index_ = c
         self.best_score_ = noisy / plan.n_val
-        self.privacy_report_["selected"] = {"params": _plain(plan.grid[c]), "index": c,
+        self.privacy_report_["selected"] = {"params": plain_json(plan.grid[c]), "index": c,
                                             "noisy_validation_accuracy": self.best_score_}
         return self
 
     def _checked_options(self) -> dict:
         """The tuner's own parameters, checked: target, selection rule, E[K], η, the
         validation fraction and the score noise."""
-        target = _real("epsilon", self.epsilon, low=0.0)
+        target = selection_real("epsilon", self.epsilon, low=0.0)
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(map(repr, SELECTIONS))}. "
                              f"Found {self.selection!r}.")
@@ -369,14 +369,14 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 "selection='liu-talwar': Liu & Talwar's Theorem 3.4 was transcribed without the paper's text at "
                 "hand and has not been checked against it (docs/tuning.md); prefer 'poisson' (Papernot & "
                 "Steinke, checked), which is also much tighter", UserWarning, stacklevel=4)
-        mean = _real("expected_runs", self.expected_runs, low=1.0, low_open=False)
-        eta = _real("eta", self.eta, low=-1.0)
+        mean = selection_real("expected_runs", self.expected_runs, low=1.0, low_open=False)
+        eta = selection_real("eta", self.eta, low=-1.0)
         if self.selection == "negative-binomial" and mean == 1.0:
             raise ValueError("expected_runs must be > 1 for the negative-binomial rule (gamma < 1). Found 1.0.")
-        frac = _real("validation_fraction", self.validation_fraction, low=0.0, high=1.0)
+        frac = selection_real("validation_fraction", self.validation_fraction, low=0.0, high=1.0)
         sigma_fixed = None
         if not is_auto(self.score_noise):
-            sigma_fixed = _real("score_noise", self.score_noise, low=0.0)
+            sigma_fixed = selection_real("score_noise", self.score_noise, low=0.0)
         return dict(target=target, selection=self.selection, mean=mean, eta=eta, frac=frac, sigma_fixed=sigma_fixed)
 
     @staticmethod
@@ -435,7 +435,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         n_train = n - n_val
         if n_train < 1:
             raise ValueError(f"validation_fraction leaves no training example (n = {n}). Found {options['frac']!r}.")
-        delta = default_delta(n) if self.delta is None else _real("delta", self.delta, low=0.0, high=1.0)
+        delta = default_delta(n) if self.delta is None else selection_real("delta", self.delta, low=0.0, high=1.0)
         if delta >= 1.0 / n:
             from ..private_fit import DeltaWarning
 
@@ -507,7 +507,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         }[selection]
         cands = []
         for i, (g, run, z, rep) in enumerate(zip(grid, runs, zs, reports)):
-            entry = {"params": _plain(g), "noise_multiplier": z, "run": _plain(run.replace(noise_multiplier=z).to_dict())}
+            entry = {"params": plain_json(g), "noise_multiplier": z, "run": plain_json(run.replace(noise_multiplier=z).to_dict())}
             if selection == "liu-talwar":
                 entry["epsilon_at_delta1"] = rep.epsilon
                 entry["analysis"] = rep.best.analysis
@@ -515,7 +515,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 used = [name for name, res in rep.results.items()
                         if res.applies and res.sound and res.rdp is not None]
                 entry["rdp_analyses"] = used
-                entry["rdp"] = _plain(parts[i])
+                entry["rdp"] = plain_json(parts[i])
             cands.append(entry)
         dist = {"poisson": {"K": "Poisson", "mean": mean},
                 "negative-binomial": {"K": "truncated negative binomial", "eta": eta,
@@ -550,9 +550,9 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             out["per_run_epsilon1"] = per_run
             out.update({k: v for k, v in extra.items()})
         else:
-            out["orders"] = _plain(DEFAULT_ORDERS)
-            out["per_run_rdp"] = _plain(per_run)
-            out["tuning_rdp"] = _plain(extra["rdp"])
+            out["orders"] = plain_json(DEFAULT_ORDERS)
+            out["per_run_rdp"] = plain_json(per_run)
+            out["tuning_rdp"] = plain_json(extra["rdp"])
             out["order"] = extra["order"]
         out["certificate"] = {
             "guarantee": f"({eps:.6g}, {delta:g})-DP for the released selection (the whole tuning), "

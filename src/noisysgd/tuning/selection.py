@@ -35,7 +35,7 @@ SELECTIONS = ("poisson", "negative-binomial", "liu-talwar")
 # --------------------------------------------------------------------------- validation
 
 
-def _real(name, value, *, low=None, low_open=True, high=None, high_open=True) -> float:
+def selection_real(name, value, *, low=None, low_open=True, high=None, high_open=True) -> float:
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
     if ok and low is not None:
         ok = value > low if low_open else value >= low
@@ -81,8 +81,8 @@ def truncated_negative_binomial_mean(eta: float, gamma: float) -> float:
     >>> truncated_negative_binomial_mean(1.0, 0.25)   # geometric: 1/γ
     4.0
     """
-    eta = _real("eta", eta, low=-1.0)
-    gamma = _real("gamma", gamma, low=0.0, high=1.0)
+    eta = selection_real("eta", eta, low=-1.0)
+    gamma = selection_real("gamma", gamma, low=0.0, high=1.0)
     if eta == 0.0:
         return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
     # η(1−γ)/(γ(1−γ^η)), with 1 − γ^η = −expm1(η log γ) for accuracy near η = 0
@@ -92,8 +92,8 @@ def truncated_negative_binomial_mean(eta: float, gamma: float) -> float:
 def truncated_negative_binomial_gamma(eta: float, mean: float) -> float:
     """The γ ∈ (0, 1) with E[K] = ``mean`` under D_{η,γ} (E[K] decreases from ∞
     to 1 as γ goes from 0 to 1; bisection to 1e-12 relative)."""
-    eta = _real("eta", eta, low=-1.0)
-    mean = _real("expected_runs", mean, low=1.0)
+    eta = selection_real("eta", eta, low=-1.0)
+    mean = selection_real("expected_runs", mean, low=1.0)
     if eta == 1.0:
         return 1.0 / mean
     lo, hi = 0.0, 1.0
@@ -114,8 +114,8 @@ def truncated_negative_binomial_pmf(k, eta: float, gamma: float) -> np.ndarray:
     """P[K = k] under D_{η,γ} (Papernot & Steinke 2022, Definition 1):
     (1−γ)^k/(γ^{−η} − 1) · ∏_{ℓ=0}^{k−1} (ℓ+η)/(ℓ+1) for η ≠ 0, and
     (1−γ)^k/(k log(1/γ)) for η = 0; k ≥ 1."""
-    eta = _real("eta", eta, low=-1.0)
-    gamma = _real("gamma", gamma, low=0.0, high=1.0)
+    eta = selection_real("eta", eta, low=-1.0)
+    gamma = selection_real("gamma", gamma, low=0.0, high=1.0)
     k = np.atleast_1d(np.asarray(k))
     if not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
         raise ValueError(f"k must be integers >= 1. Found {k!r}.")
@@ -139,7 +139,7 @@ def draw_runs(selection: str, expected_runs: float, rng: np.random.Generator, *,
     T = :func:`liu_talwar_horizon` (γ, δ/2)."""
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {selection!r}.")
-    mean = _real("expected_runs", expected_runs, low=1.0, low_open=False)
+    mean = selection_real("expected_runs", expected_runs, low=1.0, low_open=False)
     if selection == "poisson":
         return int(rng.poisson(mean))
     if selection == "liu-talwar":
@@ -177,8 +177,8 @@ def rdp_truncated_negative_binomial(orders, rdp, *, eta: float, gamma: float) ->
     at a lower order).  Orders ≤ 1 get +inf (the theorem needs λ > 1).
     """
     alpha, values = _curve(orders, rdp)
-    eta = _real("eta", eta, low=-1.0)
-    gamma = _real("gamma", gamma, low=0.0, high=1.0)
+    eta = selection_real("eta", eta, low=-1.0)
+    gamma = selection_real("gamma", gamma, low=0.0, high=1.0)
     mean = truncated_negative_binomial_mean(eta, gamma)
     hat = alpha >= 1.0
     with np.errstate(invalid="ignore"):
@@ -197,7 +197,7 @@ def delta_from_rdp(orders, rdp, epsilon: float) -> float:
     ``improved`` conversion) and of √(1 − e^{−ρ_α}) (δ(ε) ≤ δ(0) = TV ≤
     √(1 − e^{−KL}) by Bretagnolle–Huber, KL ≤ D_α), capped at 1."""
     alpha, values = _curve(orders, rdp)
-    eps = _real("epsilon", epsilon, low=0.0, low_open=False)
+    eps = selection_real("epsilon", epsilon, low=0.0, low_open=False)
     ok = alpha > 1.0
     with np.errstate(invalid="ignore", over="ignore"):
         log_d = ((alpha[ok] - 1.0) * (values[ok] - eps + np.log1p(-1.0 / alpha[ok])) - np.log(alpha[ok]))
@@ -220,7 +220,7 @@ def rdp_poisson(orders, rdp, *, mean: float) -> np.ndarray:
     :func:`delta_from_rdp` of the same curve at ε̂.  Made non-decreasing in λ.
     """
     alpha, values = _curve(orders, rdp)
-    mu = _real("mean", mean, low=0.0)
+    mu = selection_real("mean", mean, low=0.0)
     out = np.full(alpha.shape, math.inf)
     for i, lam in enumerate(alpha):
         if lam <= 1.0 or not math.isfinite(values[i]):
@@ -240,7 +240,7 @@ def liu_talwar_horizon(gamma: float, delta2: float) -> int:
     e^{−γT} ≤ δ₂, the second matters only for δ₂ > e^{−γ−1/e} and only makes T, and
     so δ, larger).  The statement was transcribed without the paper's text at hand
     (see docs/tuning.md): the max keeps the larger of the two forms remembered."""
-    gamma = _real("gamma", gamma, low=0.0, high=1.0, high_open=False)
+    gamma = selection_real("gamma", gamma, low=0.0, high=1.0, high_open=False)
     delta2 = validate_delta(delta2)
     return max(1, math.ceil(max(math.log(1.0 / delta2) / gamma, 1.0 + 1.0 / (math.e * gamma))))
 
@@ -251,8 +251,8 @@ def liu_talwar(epsilon1: float, delta1: float, *, gamma: float, delta2: float) -
     ⌈log(1/δ₂)/γ⌉ runs at the latest; release the best.  The result is
     (3ε₁ + 3√(2δ₁), √(2δ₁)·T + δ₂)-DP.  With δ₁ = 0 it is 3ε₁-DP (their
     Theorem 3.3 for pure DP has no δ₂ and no cap; this is the capped form)."""
-    e1 = _real("epsilon1", epsilon1, low=0.0, low_open=False)
-    d1 = _real("delta1", delta1, low=0.0, low_open=False, high=1.0)
+    e1 = selection_real("epsilon1", epsilon1, low=0.0, low_open=False)
+    d1 = selection_real("delta1", delta1, low=0.0, low_open=False, high=1.0)
     T = liu_talwar_horizon(gamma, delta2)
     r = math.sqrt(2.0 * d1)
     return 3.0 * e1 + 3.0 * r, r * T + delta2
