@@ -1,0 +1,270 @@
+"""Run the raw-tables benchmark (issue 43 §6; README.md says what and why).
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+      .venv/bin/python benchmarks/raw_tables/run.py --half design \
+      --json benchmarks/results/raw_tables_design_baseline.json [--tables AER/HMDA ...]
+
+For each table × seed (0, 1, 2) × ε (0.5, 1, 3), on an 80/20 stratified split:
+``defaults``, ``feature_range="private"``, diffprivlib's ``LogisticRegression`` (two variants, in
+the separate environment ``.venv-diffprivlib`` through ``dpl_worker.py``), and, once per seed (they
+do not depend on ε), scikit-learn's non-private scaled logistic regression and the majority class.
+
+Resume-safe: a cell (table, seed, method, ε) already in the JSON is skipped; the JSON is
+rewritten after every table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import tables as T  # noqa: E402
+
+SEEDS = (0, 1, 2)
+EPSILONS = (0.5, 1.0, 3.0)
+TEST_SIZE = 0.2
+DEFAULTS = "defaults"
+PRIVATE_RANGE = 'feature_range="private"'
+DPL_NORM = "diffprivlib (data_norm from the data: not private)"
+DPL_CLIP = "diffprivlib (rows clipped to 1)"
+NONPRIVATE = "non-private LR"
+MAJORITY = "majority"
+NOISYSGD_METHODS = {DEFAULTS: {}, PRIVATE_RANGE: {"feature_range": "private"}}
+DPL_METHODS = {DPL_NORM: "data_norm", DPL_CLIP: "clip1"}
+DPL_PYTHON = ROOT / ".venv-diffprivlib" / "bin" / "python"
+
+
+def _key(table, seed, method, eps):
+    return f"{table}|{seed}|{method}|{'-' if eps is None else format(eps, 'g')}"
+
+
+def _source_sha256(package_dir: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(package_dir.rglob("*.py")):
+        h.update(str(p.relative_to(package_dir)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _library_meta() -> dict:
+    import noisysgd
+    import sklearn
+
+    pkg = Path(noisysgd.__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except Exception:  # pragma: no cover
+        head = None
+    return {"noisysgd": getattr(noisysgd, "__version__", None), "noisysgd_path": str(pkg),
+            "noisysgd_source_sha256": _source_sha256(pkg), "repo_head": head,
+            "scikit-learn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version(),
+            "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                      "MKL_NUM_THREADS")}}
+
+
+def _scores(y_te, pred) -> dict:
+    from sklearn.metrics import balanced_accuracy_score
+
+    return {"accuracy": float(np.mean(pred == y_te)),
+            "balanced_accuracy": float(balanced_accuracy_score(y_te, pred))}
+
+
+def _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw) -> tuple[np.ndarray, dict]:
+    from noisysgd import NoisySGDClassifier
+
+    clf = NoisySGDClassifier(epsilon=eps, classes=labels, random_state=seed, **kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        clf.fit(X_tr, y_tr)
+        fit_s = time.perf_counter() - t0
+    rep = clf.privacy_report_
+    chosen = (rep.get("config") or {}).get("chosen") or {}
+    run = rep.get("run") or {}
+    msgs = []
+    for w in caught:
+        m = f"{type(w.message).__name__}: {str(w.message)[:160]}"
+        if m not in msgs:
+            msgs.append(m)
+    extra = {"fit_s": fit_s, "regime": chosen.get("regime"),
+             "config": {k: chosen.get(k) for k in ("batching", "batch_size", "epochs", "learning_rate",
+                                                    "noise_multiplier", "analysis", "steps", "bound")},
+             "run": {k: run.get(k) for k in ("batch_size", "batching", "steps", "epochs", "learning_rate",
+                                             "noise_multiplier")},
+             "epsilon_total": rep.get("epsilon_total"), "delta_total": rep.get("delta_total"),
+             "preprocessing": _short(rep.get("preprocessing")),
+             "near_chance_warning": any("barely better than predicting one class" in m for m in msgs),
+             "warnings": msgs}
+    return clf.predict(X_te), extra
+
+
+def _short(obj, limit=200):
+    """The report's preprocessing record, its long entries cut (JSON-safe)."""
+    if not isinstance(obj, dict):
+        return None
+    out = {}
+    for k, v in obj.items():
+        v = json.loads(json.dumps(v, default=str))
+        text = json.dumps(v)
+        out[k] = v if len(text) <= limit else text[:limit] + "..."
+    return out
+
+
+def _run_dpl(jobs: list[dict], splits: dict[str, dict]) -> tuple[dict, dict]:
+    if not DPL_PYTHON.exists():
+        raise SystemExit(f"{DPL_PYTHON} not found: python3 -m venv .venv-diffprivlib && "
+                         ".venv-diffprivlib/bin/pip install -r benchmarks/raw_tables/requirements-diffprivlib.txt")
+    with tempfile.TemporaryDirectory(prefix="raw_tables_dpl_") as tmp:
+        folder = Path(tmp)
+        for name, arrays in splits.items():
+            np.savez(folder / name, **arrays)
+        (folder / "jobs.json").write_text(json.dumps(jobs))
+        subprocess.run([str(DPL_PYTHON), str(HERE / "dpl_worker.py"), str(folder)], check=True,
+                       env={**os.environ, "PYTHONPATH": ""})
+        with np.load(folder / "out.npz") as z:
+            preds = {k: z[k] for k in z.files}
+        meta = json.loads((folder / "out.json").read_text())
+    return preds, meta
+
+
+def _load_json(path: Path) -> dict:
+    if path.exists():
+        return json.loads(path.read_text())
+    return {"benchmark": "raw tables, issue 43 §6 (benchmarks/raw_tables/README.md)", "runs": [],
+            "tables": {}, "cells": []}
+
+
+def _save_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def main(argv=None) -> int:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from tqdm import tqdm
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--half", choices=("design", "heldout", "all"), required=True)
+    ap.add_argument("--json", required=True, type=Path)
+    ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
+    ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
+    args = ap.parse_args(argv)
+
+    todo = T.names(args.half)
+    if args.tables:
+        unknown = set(args.tables) - set(todo)
+        if unknown:
+            raise SystemExit(f"not in the {args.half} half: {sorted(unknown)}")
+        todo = [n for n in todo if n in args.tables]
+    data = _load_json(args.json)
+    done = {_key(c["table"], c["seed"], c["method"], c["epsilon"]) for c in data["cells"]}
+    meta = _library_meta()
+    data["runs"].append({"started": time.strftime("%Y-%m-%d %H:%M:%S"), "half": args.half, "tables": todo,
+                         **meta})
+    methods_eps = ([(m, e) for m in NOISYSGD_METHODS for e in EPSILONS]
+                   + ([] if args.no_diffprivlib else [(m, e) for m in DPL_METHODS for e in EPSILONS])
+                   + [(NONPRIVATE, None), (MAJORITY, None)])
+    total = sum(1 for n in todo for s in SEEDS for m, e in methods_eps if _key(n, s, m, e) not in done)
+    bar = tqdm(total=total, unit="cell", dynamic_ncols=True)
+    t_start = time.perf_counter()
+    for name in todo:
+        table = T.load(name)
+        X, y, labels = table.X, table.y, table.labels
+        data["tables"][name] = {
+            "half": table.half, "response": table.response, "rows": int(len(y)), "columns": int(X.shape[1]),
+            "classes": {str(lab): int(np.sum(y == lab)) for lab in labels},
+            "categorical": {c: [str(v) for v in lv] for c, lv in table.categorical.items()},
+            "dropped": table.dropped, "rows_raw": table.rows_raw,
+            "rows_dropped_missing": table.rows_dropped_missing,
+            "test_rows": int(len(train_test_split(np.arange(len(y)), test_size=TEST_SIZE, stratify=y,
+                                                  random_state=0)[1]))}
+        dpl_jobs, dpl_splits, dpl_truth = [], {}, {}
+        t_table = time.perf_counter()
+        for seed in SEEDS:
+            X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=TEST_SIZE, stratify=y, random_state=seed)
+
+            def record(method, eps, pred, **extra):
+                cell = {"table": name, "half": table.half, "seed": seed, "method": method, "epsilon": eps,
+                        "n_test": int(len(y_te)), **_scores(y_te, pred), **extra}
+                data["cells"].append(cell)
+                done.add(_key(name, seed, method, eps))
+                bar.update(1)
+
+            bar.set_description(f"{name} seed {seed}")
+            if _key(name, seed, MAJORITY, None) not in done:
+                t0 = time.perf_counter()
+                values, counts = np.unique(y_tr, return_counts=True)
+                major = values[np.argmax(counts)]
+                record(MAJORITY, None, np.full(y_te.shape, major, dtype=y_te.dtype),
+                       fit_s=time.perf_counter() - t0)
+            if _key(name, seed, NONPRIVATE, None) not in done:
+                lr = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+                t0 = time.perf_counter()
+                lr.fit(X_tr, y_tr)
+                record(NONPRIVATE, None, lr.predict(X_te), fit_s=time.perf_counter() - t0)
+            for method, kw in NOISYSGD_METHODS.items():
+                for eps in EPSILONS:
+                    if _key(name, seed, method, eps) in done:
+                        continue
+                    pred, extra = _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw)
+                    record(method, eps, pred, **extra)
+            if not args.no_diffprivlib:
+                split = f"seed{seed}.npz"
+                codes = {lab: i for i, lab in enumerate(labels)}
+                for method, variant in DPL_METHODS.items():
+                    for eps in EPSILONS:
+                        if _key(name, seed, method, eps) in done:
+                            continue
+                        dpl_splits[split] = {"X_tr": X_tr, "X_te": X_te,
+                                             "y_tr": np.array([codes[v] for v in y_tr], dtype=np.int64)}
+                        dpl_truth[seed] = y_te
+                        dpl_jobs.append({"key": f"s{seed}_e{eps:g}_{variant}", "split": split, "epsilon": eps,
+                                         "seed": seed, "variant": variant, "method": method})
+        if dpl_jobs:
+            bar.set_description(f"{name} diffprivlib")
+            preds, dmeta = _run_dpl(dpl_jobs, dpl_splits)
+            data.setdefault("diffprivlib_env", {k: dmeta[k] for k in ("diffprivlib", "scikit-learn", "numpy")})
+            for job in dpl_jobs:
+                y_te = dpl_truth[job["seed"]]
+                pred = np.asarray(labels, dtype=object)[preds[job["key"]]]
+                pred = pred.astype(y_te.dtype)
+                cell = {"table": name, "half": table.half, "seed": job["seed"], "method": job["method"],
+                        "epsilon": job["epsilon"], "n_test": int(len(y_te)), **_scores(y_te, pred),
+                        "fit_s": dmeta["fit_s"][job["key"]], "data_norm": dmeta["data_norm"][job["key"]],
+                        "data_norm_private": job["variant"] == "clip1"}
+                data["cells"].append(cell)
+                bar.update(1)
+        data["tables"][name]["wall_s"] = data["tables"][name].get("wall_s", 0.0) + time.perf_counter() - t_table
+        data["runs"][-1]["wall_s"] = time.perf_counter() - t_start
+        data["runs"][-1]["finished_tables"] = data["runs"][-1].get("finished_tables", []) + [name]
+        _save_json(args.json, data)
+    bar.close()
+    data["runs"][-1]["wall_s"] = time.perf_counter() - t_start
+    _save_json(args.json, data)
+    print(f"wrote {args.json} ({len(data['cells'])} cells, {time.perf_counter() - t_start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
