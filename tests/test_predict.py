@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_iris
 
@@ -174,6 +174,7 @@ def test_load_model_errors(tmp_path):
         m.predict(np.array([[np.nan]]))
 
 
+@pytest.mark.slow
 def test_train_cli_auto_configuration_is_the_estimators(iris_files, tmp_path):
     """With no schedule flags, `noisysgd train` trains the run NoisySGDClassifier() trains by default."""
     from noisysgd import NoisySGDClassifier
@@ -196,6 +197,7 @@ def test_train_cli_auto_configuration_is_the_estimators(iris_files, tmp_path):
     assert cert2["config"]["auto"] == ["batching", "batch_size", "alpha"] and cert2["run"]["steps"] % 7 == 0
 
 
+@pytest.mark.slow
 def test_train_cli_holdout(iris_files, tmp_path, capsys):
     """The held-out rows are not trained on (the certificate's n is the rest) and the reported
     hold-out accuracy is the released model's accuracy on exactly those rows."""
@@ -238,7 +240,7 @@ def test_train_cli_new_flags_refuse_bad_values(iris_files, tmp_path, capsys, fla
     assert not out.exists()
 
 
-@pytest.mark.parametrize("frange", ["private", "0,8"])
+@pytest.mark.parametrize("frange", ["private", pytest.param("0,8", marks=pytest.mark.slow)])
 def test_train_cli_feature_range_is_saved_and_applied_by_the_model(iris_files, tmp_path, frange):
     """--feature-range: the ranges travel in model.json, load_model scales new rows with them (its
     accuracy on the training rows is the trainer's), and a private range's cost is in the certificate."""
@@ -341,6 +343,7 @@ def test_center_round_trip(tmp_path, frange):
         load_model(tmp_path)
 
 
+@pytest.mark.slow
 def test_train_cli_intercept_scaling_default_and_model(iris_files, tmp_path):
     """`noisysgd train` uses the estimator's default bias coordinate R/4 (classification), records it in the
     certificate and the model file, and the loaded model reproduces the estimator's scores."""
@@ -359,6 +362,7 @@ def test_train_cli_intercept_scaling_default_and_model(iris_files, tmp_path):
     np.testing.assert_allclose(model.decision_function(X), est.decision_function(X), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_train_cli_centers_as_the_estimator_does(iris_files, tmp_path):
     """The default --center auto is the estimator's center="auto": the same private mean (same seed, same
     stream), the same R_c and s = R_c/4, the same certificate total; the model file carries the mean."""
@@ -454,3 +458,156 @@ def test_holdout_moves_the_training_rows_in_place(n, d, fraction, seed, block):
     np.testing.assert_array_equal(Xt, X0[train_rows])
     np.testing.assert_array_equal(frozen, X0)
     assert not np.shares_memory(Xt, frozen)
+
+
+# ------------------------------------------------------------------ what predict loads
+
+#: modules that `noisysgd predict` must not import: the accountant and its analyses, the trainer,
+#: the estimators' preprocessing (scikit-learn), scipy's optimisers, torch, dp_accounting
+NOT_FOR_PREDICT = ("noisysgd.accountant", "noisysgd.analyses", "noisysgd.rdp", "noisysgd.gdp", "noisysgd.pld",
+                   "noisysgd.planning", "noisysgd.train", "noisysgd.preprocessing", "noisysgd.estimators",
+                   "scipy.optimize", "scipy.stats", "torch", "dp_accounting", "sklearn", "matplotlib", "tqdm")
+
+
+def _modules_after_cli(argv: list[str]) -> tuple[int, list[str]]:
+    """(exit status, sorted(sys.modules) at exit) of ``python -m noisysgd *argv`` in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    probe = ("import atexit, json, runpy, sys\n"
+             "atexit.register(lambda: print('\\nMODULES ' + json.dumps(sorted(sys.modules))))\n"
+             f"sys.argv = ['noisysgd', *{argv!r}]\n"
+             "runpy.run_module('noisysgd', run_name='__main__', alter_sys=True)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("MODULES ")]
+    assert line, (done.stdout, done.stderr)
+    return done.returncode, json.loads(line[-1][len("MODULES "):])
+
+
+def _forbidden(modules: list[str], names=NOT_FOR_PREDICT) -> list[str]:
+    return [m for m in modules if any(m == f or m.startswith(f + ".") for f in names)]
+
+
+def test_predict_loads_no_accountant_trainer_or_scipy(trained, iris_files, tmp_path):
+    """`noisysgd predict` reads the model file and the data and scores them with numpy alone: before,
+    it imported the trainer, and with it the accountant, scipy.stats and scipy.optimize (2-3 s)."""
+    d, _, _ = iris_files
+    status, modules = _modules_after_cli(["predict", str(trained), str(d / "shuffled.csv"),
+                                          "--out", str(tmp_path / "p.csv")])
+    assert status == 0 and (tmp_path / "p.csv").exists()
+    assert "noisysgd.model" in modules and "numpy" in modules  # the probe saw the command run
+    assert not _forbidden(modules, NOT_FOR_PREDICT + ("scipy",)), _forbidden(modules, NOT_FOR_PREDICT + ("scipy",))
+    # scoring against a label column, with class probabilities (scipy.special's expit and softmax)
+    status, modules = _modules_after_cli(["predict", str(trained), str(d / "train.csv"), "--target", "label",
+                                          "--proba", "--json", "--out", str(tmp_path / "q.csv")])
+    assert status == 0 and not _forbidden(modules), _forbidden(modules)
+
+
+def test_prediction_maps_are_the_trainers_to_the_last_bit():
+    """The feature maps a loaded model applies without importing the trainer are the trainer's own
+    (noisysgd.rowmaps), and its X̄ equals train.augment bit for bit, huge rows (whose squares
+    overflow) and zero rows included; what it does not handle gets the trainer's answer."""
+    import noisysgd.model as model
+    from noisysgd import preprocessing
+    from noisysgd.train import augment
+    from noisysgd.train import rows
+
+    assert model.scale_to_ball is preprocessing.scale_to_ball and model.center_rows is rows.center_rows
+    rng = np.random.default_rng(7)
+    X = rng.normal(scale=3, size=(500, 6)) * rng.choice([1e-3, 1.0, 1e3], size=(500, 1))
+    X[0], X[1], X[2, :2] = 0.0, 1e200, [-1e300, 1e300]
+    for clip, s in ((1.0, 1.0), (0.3, 0.075), (1e4, 2.0)):
+        assert np.array_equal(model._augment(X, clip, s), augment(X, clip, intercept_scaling=s))
+    with pytest.raises(ValueError, match="X must be finite"):
+        model._augment(np.array([[np.inf, 0.0]]), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("spec", [
+    {"name": "logistic"}, {"name": "softmax", "n_classes": 4}, {"name": "ovr", "n_classes": "3"},
+    {"name": "huber", "delta": 0.25}, {"name": "squared"},
+    {"name": "softmax", "n_classes": 1}, {"name": "ovr", "n_classes": True}, {"name": "softmax"},
+    {"name": "ovr", "n_classes": "x"}, {"name": "huber", "delta": 0}, {"name": "huber", "delta": float("nan")},
+    {"name": "huber", "delta": None}, {"name": "hinge"}, ["logistic"],
+])
+def test_a_loss_read_without_the_trainer_is_the_trainers(spec):
+    """load_model defers building the trainer's loss; the loss it then builds, its repr, and every
+    error on a bad loss_spec are those of building it at once."""
+    from noisysgd.model import _deferred_loss, _loss_from_spec
+
+    try:
+        now = _loss_from_spec(spec, "'m.json'")
+    except ValueError as exc:
+        with pytest.raises(ValueError) as deferred:
+            _deferred_loss(spec, "'m.json'")
+        assert str(deferred.value) == str(exc)
+        return
+    later = _deferred_loss(spec, "'m.json'")
+    assert repr(later) == repr(now) and repr(later.build()) == repr(now) and type(later.build()) is type(now)
+
+
+def test_a_loaded_models_loss_is_the_trainers(trained, iris_files):
+    d, X, _ = iris_files
+    model = load_model(trained)
+    assert "Softmax" in repr(model) and isinstance(model.loss, Softmax)  # built on first read
+    assert model.loss is model.loss and isinstance(model.loss, Softmax)
+    np.testing.assert_array_equal(model.decision_function(X), model.loss.scores(model.coef, model._features(X)))
+
+
+#: CSV cells: finite numbers as both parsers read them (the first 13), then what either refuses or
+#: only float() reads
+_CELLS = ["1", "-2.5", " 3 ", "\t4", "1e5", "1E-3", ".5", "5.", "+1", "0001", "-0", "4.9e-324",
+          "0.1000000000000000055511151231257827",
+          "nan", "inf", "-Infinity", "1e400", "1_000", "0x10", "abc", "", " ", "1 2", '"7"', '"8,9"', "\u0661", "\x1c1",
+          "1\x0b", "1d5", "--1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(d=st.integers(1, 4), data=st.data(), breaks=st.sampled_from(["\n", "\r\n", "\n", "\r\n", "mixed", "\r"]),
+       final=st.booleans())
+def test_a_plain_csv_is_read_as_the_csv_module_reads_it(tmp_path_factory, d, data, breaks, final):
+    """load_table without a target reads a plain CSV file with numpy's parser (noisysgd predict): the
+    table is the csv module's, to the last bit, and a file it does not take is read by the csv path."""
+    from noisysgd.io import _load_csv, _load_plain_csv
+
+    header = [f"c{j}" if data.draw(st.booleans()) else f" c{j} " for j in range(d)]
+    numbers = st.lists(st.sampled_from(_CELLS[:13]), min_size=d, max_size=d)
+    blank = st.sampled_from([[""], [" "], ["", ""], [" ", "\t"]])
+    if data.draw(st.booleans()):  # numbers and blank rows: mostly plain
+        rows = data.draw(st.lists(st.one_of(numbers, numbers, numbers, blank), min_size=1, max_size=6))
+    else:  # anything: a cell float() reads and numpy does not, a quote, a row of another width
+        rows = data.draw(st.lists(st.one_of(
+            numbers, blank, st.lists(st.sampled_from(_CELLS), min_size=d, max_size=d),
+            st.lists(st.sampled_from(_CELLS[:13]), min_size=max(1, d - 1), max_size=d + 1)), max_size=6))
+    lines = [",".join(header)] + [",".join(r) for r in rows]
+    if breaks == "mixed":
+        text = "".join(line + ("\n" if i % 2 else "\r\n") for i, line in enumerate(lines))
+    else:
+        text = breaks.join(lines) + (breaks if final else "")
+    features = data.draw(st.one_of(st.none(), st.permutations([h.strip() for h in header]).map(lambda f: f[:2]),
+                                   st.none(), st.just(["c0", "zz"])))
+    path = tmp_path_factory.mktemp("plain") / "data.csv"
+    path.write_bytes(text.encode("utf-8"))
+    fast = _load_plain_csv(path, features)
+    event("numpy's parser" if fast is not None else "the csv module")
+    try:
+        slow = _load_csv(path, None, features)
+    except ValueError as exc:
+        assert fast is None, (text, str(exc))
+        return
+    if fast is not None:
+        assert fast.X.dtype == slow.X.dtype == np.float64 and fast.X.flags.c_contiguous
+        assert fast.X.shape == slow.X.shape and np.array_equal(fast.X, slow.X), text
+        assert (fast.y, fast.feature_names, fast.target, fast.path, fast.categorical, fast.input_columns) == (
+            slow.y, slow.feature_names, slow.target, slow.path, slow.categorical, slow.input_columns)
+
+
+def test_a_plain_csv_takes_the_fast_path(tmp_path):
+    from noisysgd.io import _load_plain_csv, load_table
+
+    path = tmp_path / "d.csv"
+    _write_csv(path, ["a", "b", "label"], [[0.5, -1e-3, "yes"], [2, 3.25, "no"]])  # \r\n, a text column
+    fast = _load_plain_csv(path, ["b", "a"])
+    assert fast is not None and fast.X.tolist() == [[-1e-3, 0.5], [3.25, 2.0]]
+    assert load_table(path, target=None, features=["b", "a"]).X.tolist() == fast.X.tolist()
+    _write_csv(path, ["a", "b"], [["1_000", 2]])  # float() reads it, numpy does not: the csv path does
+    assert _load_plain_csv(path, None) is None and load_table(path, target=None).X.tolist() == [[1000.0, 2.0]]

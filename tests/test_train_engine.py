@@ -455,7 +455,7 @@ def test_bounds_survive_rounding(dtype):
     computes it from its rounded features and thresholds, has norm <= L, and every
     iterate stays inside the ball of diameter D (the analyses rely on both)."""
     from noisysgd.train.engine import _thresholds
-    from noisysgd.train.losses import _augment, clipped_row_norms
+    from noisysgd.rowmaps import augment_rows, row_norms
 
     rng = np.random.default_rng(5)
     n, d, k = 400, 30, 5
@@ -463,7 +463,7 @@ def test_bounds_survive_rounding(dtype):
     y = rng.integers(0, k, size=n)
     L, R = 0.3, 2.0
     dt = np.dtype(dtype)
-    Xbar, norms = _augment(X, R, dt, clipped_row_norms(X))
+    Xbar, norms = augment_rows(X, R, dt, row_norms(X))
     tau = _thresholds(L, norms, dt)
     for loss in (OneVsRestLogistic(k), Softmax(k)):
         W = rng.normal(size=(d + 1, k)).astype(dt) * 3

@@ -370,15 +370,16 @@ def test_privacy_leak_warning_on_data_derived_constants():
 def test_float32_features_are_used_without_a_float64_copy_and_give_the_same_xbar():
     """X passed in float32 is not converted to a float64 copy (features can be gigabytes),
     and the augmented features equal those of the same values passed in float64."""
-    from noisysgd.train.losses import _augment, feature_rows, clipped_row_norms
+    from noisysgd.rowmaps import augment_rows, row_norms
+    from noisysgd.train.losses import feature_rows
 
     rng = np.random.default_rng(3)
     X32 = (rng.normal(size=(5000, 7)) * rng.uniform(0.1, 30, size=(5000, 1))).astype(np.float32)
     assert feature_rows(X32) is X32
     X64 = X32.astype(np.float64)
     for dt in (np.float32, np.float64):
-        a, na = _augment(X32, 3.0, np.dtype(dt), clipped_row_norms(X32))
-        b, nb = _augment(X64, 3.0, np.dtype(dt), clipped_row_norms(X64))
+        a, na = augment_rows(X32, 3.0, np.dtype(dt), row_norms(X32))
+        b, nb = augment_rows(X64, 3.0, np.dtype(dt), row_norms(X64))
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(na, nb)
 

@@ -377,7 +377,7 @@ def test_cuda_matches_cpu():
 
 @pytest.mark.parametrize("xdt, dt", [(np.float64, np.float64), (np.float64, np.float32), (np.float32, np.float32),
                                      (np.float32, np.float64)])
-@pytest.mark.parametrize("block", [1, 3, 64])
+@pytest.mark.parametrize("block", [pytest.param(1, marks=pytest.mark.slow), 3, 64])
 def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(xdt, dt, block, monkeypatch):
     """X̄ written into the device tensor a block of rows at a time equals losses._augment's X̄ bit
     for bit (the float64 scaling rounded once to the training dtype, the bias column), whatever the
@@ -385,27 +385,27 @@ def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(
     import tracemalloc
 
     from noisysgd.train import rows as rows_module
-    from noisysgd.train.losses import _augment, clipped_row_norms
+    from noisysgd.rowmaps import augment_rows, row_norms
 
     rng = np.random.default_rng(block)
     X = (rng.normal(size=(200, 7)) * rng.uniform(0.1, 3.0, size=(200, 1))).astype(xdt)
     monkeypatch.setattr(rows_module, "block_rows", lambda d: block)
     monkeypatch.setattr(torch_backend, "block_rows", lambda d: block)
-    want, want_norms = _augment(X, 1.3, np.dtype(dt), bias=0.7)
+    want, want_norms = augment_rows(X, 1.3, np.dtype(dt), bias=0.7)
     got, norms = torch_backend._augment_on(torch, X, 1.3, np.dtype(dt), "cpu", bias=0.7)
     assert got.dtype == torch.from_numpy(want).dtype and got.shape == want.shape
     np.testing.assert_array_equal(got.numpy(), want)
     np.testing.assert_array_equal(norms, want_norms)
     # written out from the definition (the same row norms given): x_i·min(1, R/‖x_i‖) in float64,
     # rounded once to the training dtype, then the bias; ‖x̄_i‖ = √(min(‖x_i‖, R)² + s²)
-    r = clipped_row_norms(X)
+    r = row_norms(X)
     formula = np.hstack([(X.astype(np.float64) * np.minimum(1.0, 1.3 / r)[:, None]).astype(dt),
                          np.full((X.shape[0], 1), 0.7, dtype=dt)])
     got, norms = torch_backend._augment_on(torch, X, 1.3, np.dtype(dt), "cpu", r, bias=0.7)
     np.testing.assert_array_equal(got.numpy(), formula)
     np.testing.assert_array_equal(norms, np.sqrt(np.minimum(r, 1.3) ** 2 + 0.7 ** 2))
     big = rng.normal(size=(20000, 50))
-    norms = clipped_row_norms(big)
+    norms = row_norms(big)
     tracemalloc.start()
     try:
         torch_backend._augment_on(torch, big, 1.0, np.dtype(np.float64), "cpu", norms)

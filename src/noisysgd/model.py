@@ -8,6 +8,12 @@ the feature clip R, the bias coordinate s = ``intercept_scaling`` appended) and
 the same loss's scores,
 so ``load_model(out).predict(X)`` equals the trainer's own predictions.
 
+Reading a model and predicting import neither the trainer nor scipy (class probabilities
+use scipy.special), so ``noisysgd predict`` starts about as fast as numpy: :func:`load_model`
+keeps the loss as the file names it (its ``loss_spec``), and the trainer's loss object is
+built on the first read of :attr:`LinearModel.loss`; the feature maps are the trainer's own
+(:mod:`noisysgd.rowmaps`, which imports numpy alone).
+
 >>> import numpy as np, tempfile, json, os
 >>> from noisysgd.train import BinaryLogistic
 >>> doc = model_document(task="classification", loss=BinaryLogistic(), target="y",
@@ -26,10 +32,13 @@ LinearModel(task='classification', loss=BinaryLogistic(), features=2, classes=['
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .rowmaps import augment_rows, center_rows, scale_to_ball
 
 __all__ = ["LinearModel", "load_model", "model_document", "FORMAT"]
 
@@ -82,6 +91,92 @@ def _loss_from_spec(spec, where: str):
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"model: {where} has an invalid loss {spec!r}: {exc}.") from None
     raise ValueError(f"model: {where} names an unknown loss {spec!r}.")
+
+
+class _LossSpec:
+    """A loss as ``model.json`` names it (its checked ``loss_spec``), for prediction without
+    the trainer: the scores, predictions and repr of the :mod:`noisysgd.train` loss it names,
+    computed as that loss computes them.  :meth:`build` makes the loss itself."""
+
+    __slots__ = ("spec", "where")
+
+    def __init__(self, spec: dict, where: str):
+        self.spec, self.where = spec, where
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+    def __repr__(self) -> str:  # the trainer's losses' reprs
+        if self.name in ("softmax", "ovr"):
+            kind = "Softmax" if self.name == "softmax" else "OneVsRestLogistic"
+            return f"{kind}(n_classes={self.spec['n_classes']})"
+        if self.name == "huber":
+            return f"Huber(delta={self.spec['delta']:g})"
+        return "BinaryLogistic()" if self.name == "logistic" else "Squared()"
+
+    def scores(self, W, Xbar) -> np.ndarray:  # Loss.scores
+        return np.asarray(Xbar) @ np.asarray(W)
+
+    def predict(self, W, Xbar) -> np.ndarray:
+        s = self.scores(W, Xbar)
+        if self.name == "logistic":  # BinaryLogistic.predict
+            return np.where(s >= 0, 1, -1)
+        if self.name in ("softmax", "ovr"):  # _Multiclass.predict
+            return np.argmax(s, axis=1)
+        return s  # Squared, Huber
+
+    def build(self):
+        return _loss_from_spec(self.spec, self.where)
+
+
+def _deferred_loss(spec, where: str):
+    """A :class:`_LossSpec` for ``spec`` when :func:`_loss_from_spec` would build its loss; else
+    what :func:`_loss_from_spec` does (its error, word for word)."""
+    name = spec.get("name") if isinstance(spec, dict) else None
+    try:
+        if name in ("logistic", "squared"):
+            return _LossSpec({"name": name}, where)
+        if name in ("softmax", "ovr"):
+            n = int(spec["n_classes"])
+            if n >= 2:
+                return _LossSpec({"name": name, "n_classes": n}, where)
+        if name == "huber":
+            delta = float(spec["delta"])
+            if math.isfinite(delta) and delta > 0:
+                return _LossSpec({"name": name, "delta": delta}, where)
+    except Exception:  # noqa: BLE001 - _loss_from_spec says what is wrong
+        pass
+    return _loss_from_spec(spec, where)
+
+
+class _LossField:
+    """:attr:`LinearModel.loss`: a loss of :mod:`noisysgd.train`, built on first read from the
+    :class:`_LossSpec` that :func:`load_model` gave (predicting does not read it)."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            raise AttributeError("loss")  # no class-level value: the dataclass field has no default
+        value = obj.__dict__["_given_loss"]
+        if isinstance(value, _LossSpec):
+            value = obj.__dict__["_given_loss"] = value.build()
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__["_given_loss"] = value
+
+
+def _augment(X: np.ndarray, feature_clip: float, intercept_scaling: float) -> np.ndarray:
+    """:func:`noisysgd.train.augment` (float64) of a validated float64 ``X``, by the same arithmetic
+    (:func:`noisysgd.rowmaps.augment_rows`) without importing the trainer; a clip or bias coordinate
+    that function would refuse is left to it (its error)."""
+    R, s = feature_clip, intercept_scaling
+    if not (isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2 and np.isfinite(X).all()
+            and all(type(v) is float and math.isfinite(v) and v > 0 for v in (R, s))):
+        from .train.losses import augment
+
+        return augment(X, R, intercept_scaling=s)
+    return augment_rows(X, R, np.dtype(np.float64), bias=s)[0]
 
 
 def _jsonable(value):
@@ -151,7 +246,8 @@ class LinearModel:
     """
 
     task: str
-    loss: object
+    #: a loss of :mod:`noisysgd.train` (built on first read when the model was loaded from a file)
+    loss: object = _LossField()
     coef: np.ndarray
     feature_clip: float
     feature_names: list
@@ -179,12 +275,15 @@ class LinearModel:
     def __repr__(self) -> str:
         extra = f", classes={self.classes!r}" if self.classes is not None and len(self.classes) <= 6 else (
             f", classes={len(self.classes)}" if self.classes is not None else "")
-        return (f"LinearModel(task={self.task!r}, loss={self.loss!r}, features={self.n_features}"
+        return (f"LinearModel(task={self.task!r}, loss={self._loss!r}, features={self.n_features}"
                 f"{extra})")
 
-    def _features(self, X) -> np.ndarray:
-        from .train.losses import augment
+    @property
+    def _loss(self):
+        """The loss as given: a :mod:`noisysgd.train` loss, or a :class:`_LossSpec` (not built)."""
+        return self.__dict__["_given_loss"]
 
+    def _features(self, X) -> np.ndarray:
         try:
             X = np.asarray(X, dtype=float)
         except (TypeError, ValueError):
@@ -198,22 +297,18 @@ class LinearModel:
             raise ValueError(f"X must hold finite numbers. Found {X[i, k]!r} at row {i}, column {k}.")
         first_clip = self.feature_clip if self.center is None else self.center[1]
         if self.feature_range is not None:
-            from .preprocessing import scale_to_ball
-
             X = scale_to_ball(X, self.feature_range, first_clip, spread=self.feature_spread)
         if self.center is not None:
-            from .preprocessing import center_rows
-
             X = center_rows(X, self.center[0], first_clip)
-        return augment(X, self.feature_clip, intercept_scaling=self.intercept_scaling)
+        return _augment(X, self.feature_clip, self.intercept_scaling)
 
     def decision_function(self, X) -> np.ndarray:
         """Scores x̄ᵀW (features clipped as in training): shape (n,) or (n, k)."""
-        return self.loss.scores(self.coef, self._features(X))
+        return self._loss.scores(self.coef, self._features(X))
 
     def predict(self, X) -> np.ndarray:
         """Class labels (as written in ``classes``) or real values (regression)."""
-        raw = self.loss.predict(self.coef, self._features(X))
+        raw = self._loss.predict(self.coef, self._features(X))
         if self.task == "regression":
             return raw
         classes = np.asarray(self.classes, dtype=object)
@@ -231,16 +326,21 @@ class LinearModel:
             raise ValueError("predict_proba needs a classification model. Found a regression model.")
         from scipy.special import expit, softmax
 
-        from .train import OneVsRestLogistic
-
         s = self.decision_function(X)
         if s.ndim == 1:
             p = expit(s)
             return np.column_stack([1.0 - p, p])
-        if isinstance(self.loss, OneVsRestLogistic):
+        if self._one_vs_rest():
             p = expit(s)
             return p / p.sum(axis=1, keepdims=True)
         return softmax(s, axis=1)
+
+    def _one_vs_rest(self) -> bool:
+        if isinstance(self._loss, _LossSpec):
+            return self._loss.name == "ovr"
+        from .train import OneVsRestLogistic
+
+        return isinstance(self._loss, OneVsRestLogistic)
 
 
 def _read_json(path: Path, what: str):
@@ -281,7 +381,7 @@ def load_model(path) -> LinearModel:
     spec = doc.get("loss_spec")
     if spec is None:  # written before loss_spec existed: the repr names the loss
         spec = _spec_from_repr(doc.get("loss"), str(p))
-    loss = _loss_from_spec(spec, repr(str(p)))
+    loss = _deferred_loss(spec, repr(str(p)))  # the trainer's loss, built when first read
     try:
         coef = np.asarray(doc["coef"], dtype=float)
         clip = float(doc["feature_clip"])
@@ -355,7 +455,7 @@ class InvalidCertificateWarning(UserWarning):
 
 
 def _warn_if_refuted(certificate, where) -> None:
-    """Warn when ``certificate`` is one that earlier versions issued wrongly (issue 24): add/remove
+    """Warn when ``certificate`` is one that earlier versions issued wrongly (CHANGELOG 0.2.0): add/remove
     adjacency with a batching other than poisson (an added row moves every later batch, or every
     other row's chance b/n; the exact ε of a linear instance is up to μ = 2√T/z against the
     certified √E/z), or with poisson batches whose rate and steps came from the data's own size
@@ -377,7 +477,7 @@ def _warn_if_refuted(certificate, where) -> None:
            "a sampling rate and a number of steps taken from the data's own size (no declared public_n)")
     warnings.warn(
         f"certificate: {str(where)!r} certifies add/remove adjacency with {why}, which noisysgd "
-        f"{certificate.get('noisysgd_version', '< 0.2')} accounted too small (issue 24): do not rely on its "
+        f"{certificate.get('noisysgd_version', '< 0.2')} accounted too small (CHANGELOG 0.2.0: add/remove): do not rely on its "
         "epsilon; retrain with adjacency='replace', or batching='poisson' and public_n",
         InvalidCertificateWarning, stacklevel=3)
 

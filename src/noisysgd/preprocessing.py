@@ -49,7 +49,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .train import PrivacyLeakWarning
-from .train.rows import block_rows, center_rows, clip_rows  # (the trainer's own maps; exported here)
+from .rowmaps import SPREAD, center_rows, clip_rows, row_norms, scale_to_ball  # (the maps; exported here)
+from .train.rows import block_rows
 
 __all__ = ["PublicRangeScaler", "scale_to_ball", "SPREAD", "warn_if_private_preprocessing", "private_feature_ranges",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
@@ -69,36 +70,6 @@ EXPONENTS = (-16, 16)
 #: Noisy counts below this many noise standard deviations are read as empty.
 NOISE_FLOOR = 3.0
 
-
-#: :func:`scale_to_ball` scales rows so that one whose every coordinate lies this fraction of
-#: its half-range from the middle has norm ``feature_clip``; rows beyond are clipped by the
-#: trainer, as any row is.  1.0 (the worst case, every row inside the ball: what models written
-#: before 0.2.0 used) shrinks the typical row — coordinates spread over their range — to about
-#: half the ball, and halves the signal against the same noise: with 0.5, feature_range="private"
-#: on the mixed-units make_classification(20000, 50) at ε = 1 scores 0.793 against 0.776, and
-#: breast_cancer at ε = 3 0.950 against 0.708 (3 seeds; benchmarks/private_scaling.py).
-SPREAD = 0.5
-
-
-def scale_to_ball(X, feature_range, feature_clip: float, *, spread: float = SPREAD) -> np.ndarray:
-    """Clip each column j of ``X`` to [low_j, high_j] (``feature_range`` = (low,
-    high), arrays of shape (d,)), map it to [−1, 1] and scale by
-    ``feature_clip``/(``spread``·√(d + 1)): a row whose every coordinate lies at ``spread`` of
-    its half-range from the middle has norm ``feature_clip`` (:data:`SPREAD`); longer rows are
-    clipped to it by the trainer, as every row is.  With ``spread=1`` every row lies inside
-    the ball.  A fixed function of each example alone: no privacy cost.
-
-    >>> scale_to_ball(np.array([[0.0, 16.0], [8.0, 40.0]]), (np.zeros(2), np.full(2, 16.0)), 1.0, spread=1.0)
-    array([[-0.57735027,  0.57735027],
-           [ 0.        ,  0.57735027]])
-    >>> scale_to_ball(np.array([[0.0, 16.0]]), (np.zeros(2), np.full(2, 16.0)), 1.0)  # spread 0.5
-    array([[-1.15470054,  1.15470054]])
-    """
-    low, high = feature_range
-    X = np.asarray(X, dtype=np.float64)
-    d = X.shape[1]
-    Z = (2.0 * np.clip(X, low, high) - (low + high)) / (high - low)
-    return Z * (float(feature_clip) / (float(spread) * math.sqrt(d + 1)))
 
 
 def exponent_histogram(X, lo: int, hi: int) -> np.ndarray:
@@ -270,10 +241,10 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
     after centering the trainer sees only the centered rows."""
     from .train.leaks import check_declared_constants
-    from .train.losses import clipped_row_norms, float_array
+    from .train.losses import float_array
 
     X = float_array(X)
-    norms = clipped_row_norms(X)
+    norms = row_norms(X)
     check_declared_constants(feature_clip=radius, row_norms=norms, stacklevel=4)
     # Σ_i clip_R(x_i) = Σ_i s_i·x_i, s_i = min(1, R/‖x_i‖): products a block at a time, in float64,
     # no clipped copy of X (nor a float64 one of float32 features)

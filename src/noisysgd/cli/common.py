@@ -2,8 +2,8 @@
 the flags of a run and of its accounting, the one-line warnings, and the
 mapping from an error message to the flag a user typed.
 
-Imported by ``noisysgd --help``: nothing heavy at module level (the run
-description only).
+Imported by ``noisysgd --help`` and by every command: nothing of the library at module
+level (the run description is imported by the flags and the functions that use it).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import re
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS, Run
+if TYPE_CHECKING:
+    from ..run import Run
 
 __all__ = ["FLAGS", "UsageError", "Parser", "OneLineWarnings", "add_run_flags", "add_accounting_flags",
            "run_from_args", "progress_wanted", "check_out_dir", "flag_for", "one_line", "orders_arg",
@@ -104,6 +106,8 @@ def epoch_range_arg(text: str):
 
 def add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True, length: bool = True,
                    lr_required: bool = True) -> None:
+    from ..run import ADJACENCIES, BATCHING_SCHEMES, INITIALIZATIONS
+
     g = p.add_argument_group("the run")
     g.add_argument("--n", type=int, required=True, help="number of training examples (under --adjacency add-remove: the declared public size)")
     g.add_argument("--batch-size", type=int, help="batch size b (expected size for poisson; n for full)")
@@ -171,6 +175,8 @@ def add_accounting_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args) -> Run:
+    from ..run import Run
+
     common = dict(
         n=args.n,
         batch_size=args.batch_size,
@@ -196,20 +202,20 @@ def run_from_args(args) -> Run:
 def check_out_dir(text: str) -> Path:
     """``--out`` as a path that is, or can become, a writable directory (a
     temporary probe is created and removed; nothing else)."""
-    from ..io import _probe_writable
+    from ..io import probe_writable
 
     out = Path(text)
     if out.exists():
         if not out.is_dir():
             raise ValueError(f"out must be a directory. Found a file: {text!r}.")
-        _probe_writable(out, "out", text)
+        probe_writable(out, "out", text)
         return out
     parent = out.absolute().parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
         raise ValueError(f"out must be a directory path. Found {text!r}, under the file {str(parent)!r}.")
-    _probe_writable(parent, "out", text)
+    probe_writable(parent, "out", text)
     return out
 
 

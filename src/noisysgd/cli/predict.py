@@ -108,7 +108,7 @@ def cmd_predict(args) -> int:
         table = load_table(args.data, target=args.target, features=model.feature_names if named else None)
     X = _features(model, table)
     pred = model.predict(X)
-    header, columns = ["prediction"], [[_cell(v) for v in pred]]
+    header, columns = ["prediction"], [[_cell(v) for v in pred.tolist()]]  # numpy floats as Python's
     if args.proba:
         P = model.predict_proba(X)
         header += [f"p_{c}" for c in model.classes]

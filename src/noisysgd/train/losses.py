@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 
+from ..rowmaps import augment_rows, row_norms
+
 __all__ = [
     "LossConstants",
     "Loss",
@@ -118,7 +120,7 @@ def augment(X, feature_clip: float, *, intercept_scaling: float = 1.0, dtype=np.
     R = positive_real("feature_clip", feature_clip)
     s = positive_real("intercept_scaling", intercept_scaling)
     dt = float_dtype(dtype)
-    Xbar, bar_norms = _augment(feature_rows(X), R, dt, bias=s)
+    Xbar, bar_norms = augment_rows(feature_rows(X), R, dt, bias=s)
     return (Xbar, bar_norms) if return_norms else Xbar
 
 
@@ -153,42 +155,6 @@ def all_finite(X) -> bool:
     at a time: the temporary is a block's boolean, not an n×d one (``X`` may be a
     memory-mapped file larger than memory)."""
     return all(np.isfinite(X[i:i + _CHECK_ROWS]).all() for i in range(0, X.shape[0], _CHECK_ROWS))
-
-
-def clipped_row_norms(X: np.ndarray) -> np.ndarray:
-    """‖x_i‖ in float64 for a finite float X, without overflow for huge entries."""
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
-    bad = ~np.isfinite(norms)
-    if np.any(bad):  # a square overflowed: rescale those rows by their largest entry
-        big = np.max(np.abs(X[bad]), axis=1).astype(np.float64)
-        norms[bad] = big * np.linalg.norm(X[bad].astype(np.float64) / big[:, None], axis=1)
-    return norms
-
-
-def _augment_blocks(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None,
-                    bias: float = 1.0, step: int = 4096):
-    """X̄'s arithmetic, in one place: (blocks, ‖x̄_i‖ in float64) for a validated float X
-    (``norms``: its ‖x_i‖; ``bias``: the intercept scaling s, the last coordinate of every x̄).
-    ``blocks`` yields (a slice of ``step`` rows, X̄'s first d columns there in ``dt``): each row's
-    float64 product x_i·min(1, R/‖x_i‖), rounded once to ``dt`` (a block at a time, so no float64
-    copy of a float32 X is made).  :func:`_augment` writes the blocks into an array, the torch
-    backend into a device tensor."""
-    norms = clipped_row_norms(X) if norms is None else norms
-    scale = R / np.maximum(norms, R)  # = min(1, R/‖x‖), no division by zero
-    clipped = np.minimum(norms, R)
-    blocks = ((slice(i, i + step), np.multiply(X[i:i + step], scale[i:i + step, None], dtype=np.float64)
-               .astype(dt, copy=False)) for i in range(0, X.shape[0], step))
-    return blocks, np.sqrt(clipped * clipped + bias * bias)
-
-
-def _augment(X: np.ndarray, R: float, dt: np.dtype, norms: np.ndarray | None = None, bias: float = 1.0):
-    """(X̄ in ``dt``, ‖x̄_i‖ in float64) for a validated float X: :func:`_augment_blocks` formed."""
-    blocks, bar_norms = _augment_blocks(X, R, dt, norms, bias)
-    Xbar = np.empty((X.shape[0], X.shape[1] + 1), dtype=dt)
-    for rows, values in blocks:
-        Xbar[rows, :-1] = values
-    Xbar[:, -1] = bias
-    return Xbar, bar_norms
 
 
 @dataclass(frozen=True)

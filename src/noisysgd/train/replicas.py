@@ -60,7 +60,8 @@ from .engine import (
     rng_streams,
 )
 from .leaks import check_declared_constants
-from .losses import Loss, _augment
+from ..rowmaps import augment_rows
+from .losses import Loss
 from .release import MIN_STEPS, BlockSums, check_average, mean_reversion, settled
 
 __all__ = ["ReplicaResult", "train_replicas", "replica_batches"]
@@ -425,7 +426,7 @@ def train_replicas(
                              target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
     started = time.perf_counter()
     dt = p.dtype
-    Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms)
+    Xbar, norms = augment_rows(p.X, p.feature_clip, dt, p.row_norms)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y
     shape = loss.param_shape(p.X.shape[1])
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size

@@ -32,7 +32,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .losses import clipped_row_norms
+from ..rowmaps import center_rows, clip_rows, row_norms
 
 __all__ = ["CenteredRows", "Rows", "rows_of", "source_norms", "clip_rows", "center_rows"]
 
@@ -47,29 +47,6 @@ def block_rows(d: int) -> int:
 
 #: rounding units (of the training dtype) added to a row norm per unit of a_i‖x_i‖ + c_i‖m‖
 _SLACK_ULPS = 8
-
-
-def clip_rows(X, radius: float, out: np.ndarray | None = None) -> np.ndarray:
-    """Each row of ``X`` scaled down to norm ``radius`` if it is longer (as the trainer clips),
-    into ``out`` if given (a float64 array of X's shape).
-
-    >>> clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
-    array([[0.6, 0.8],
-           [0.3, 0.4]])
-    """
-    X = np.asarray(X, dtype=np.float64)
-    norms = clipped_row_norms(X)[:, None]  # the trainer's norms: no overflow for huge entries
-    return np.multiply(X, radius / np.maximum(norms, radius), out=out)
-
-
-def center_rows(X, center, radius: float) -> np.ndarray:
-    """clip_radius(x) − ``center`` for every row: the map ``center="private"`` applies before the
-    trainer's own clip, in fit and in predict alike (:func:`noisysgd.preprocessing.private_center`).
-    One new array: the clipped copy, centered in place.  (A fit does not form it: the trainer reads
-    the rows through :class:`CenteredRows`, a batch at a time.)"""
-    rows = clip_rows(X, radius)
-    rows -= center
-    return rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,7 +86,7 @@ class CenteredRows:
     @cached_property
     def raw_norms(self) -> np.ndarray:
         """‖x_i‖ of the caller's rows (float64)."""
-        return clipped_row_norms(self.X)
+        return row_norms(self.X)
 
     @cached_property
     def first_clip(self) -> np.ndarray:
@@ -127,8 +104,8 @@ def source_norms(X) -> np.ndarray:
     """‖x_i‖ of the rows the trainer clips: the caller's rows, or the centered ones of a
     :class:`CenteredRows` (what the leak check compares to the feature clip)."""
     if isinstance(X, CenteredRows):
-        return np.concatenate([clipped_row_norms(block) for block in X.blocks()] or [np.empty(0)])  # a block at a time
-    return clipped_row_norms(X)
+        return np.concatenate([row_norms(block) for block in X.blocks()] or [np.empty(0)])  # a block at a time
+    return row_norms(X)
 
 
 class Rows:

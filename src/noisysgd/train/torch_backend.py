@@ -72,8 +72,8 @@ from .losses import (
     OneVsRestLogistic,
     Softmax,
     Squared,
-    _augment_blocks,
 )
+from ..rowmaps import augment_blocks
 from .rows import block_rows
 
 __all__ = ["train_torch", "sgd_torch", "noisy_sgd_core_torch", "TORCH_INSTALL_HINT"]
@@ -395,11 +395,11 @@ def sgd_torch(
 
 def _augment_on(torch, X: np.ndarray, R: float, dt: np.dtype, device, norms: np.ndarray | None = None,
                 bias: float = 1.0):
-    """(X̄ as a tensor on ``device``, ‖x̄_i‖ in float64): :func:`~noisysgd.train.losses._augment_blocks`
+    """(X̄ as a tensor on ``device``, ‖x̄_i‖ in float64): :func:`~noisysgd.train.losses.augment_blocks`
     written a block of rows at a time straight into the device tensor: the host holds one block,
     never X̄ (on a GPU the host held X̄ whole and the device its copy).  On the CPU
     the tensor is the one working copy, as before."""
-    blocks, bar_norms = _augment_blocks(X, R, dt, norms, bias, step=block_rows(X.shape[1]))
+    blocks, bar_norms = augment_blocks(X, R, dt, norms, bias, step=block_rows(X.shape[1]))
     out = torch.empty((X.shape[0], X.shape[1] + 1), dtype=torch.from_numpy(np.empty(0, dtype=dt)).dtype,
                       device=device)
     for rows, values in blocks:
