@@ -23,10 +23,22 @@ def _expected(estimator):
             if ("classifier" in k) == isinstance(estimator, NoisySGDClassifier)}
 
 
+def _classifier_checks_slow(parametrize):
+    """``parametrize`` with the classifier's checks marked slow (each fits a multi-class model with its
+    privacy calibrated: most of a second each); the regressor's checks stay in the fast subset."""
+    argnames, values = parametrize.args
+    marked = []
+    for v in values:
+        p = v if hasattr(v, "marks") else pytest.param(*v)
+        slow = isinstance(p.values[0], NoisySGDClassifier)
+        marked.append(pytest.param(*p.values, marks=[*p.marks, pytest.mark.slow], id=p.id) if slow else v)
+    return pytest.mark.parametrize(argnames, marked, **parametrize.kwargs)
+
+
 @pytest.mark.filterwarnings("ignore::noisysgd.private_fit.DeltaWarning")
 @pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
-@parametrize_with_checks([NoisySGDClassifier(random_state=0), NoisySGDRegressor(random_state=0)],
-                         expected_failed_checks=_expected)
+@_classifier_checks_slow(parametrize_with_checks(
+    [NoisySGDClassifier(random_state=0), NoisySGDRegressor(random_state=0)], expected_failed_checks=_expected))
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -346,7 +358,8 @@ def test_explicit_values_are_kept_and_give_the_pre_auto_run():
 def test_feature_range_scales_with_public_bounds_and_matches_the_pipeline():
     import warnings
     from sklearn.pipeline import make_pipeline
-    from noisysgd.preprocessing import PublicRangeScaler, scale_to_ball
+    from noisysgd.preprocessing import scale_to_ball
+    from noisysgd.scalers import PublicRangeScaler
 
     rng = np.random.default_rng(3)
     X = rng.uniform(0, 16, size=(800, 6))

@@ -21,7 +21,7 @@ _LAZY = {
     "Plan": "planning", "plan": "planning",
     "NoisySGDClassifier": "estimators", "NoisySGDRegressor": "estimators",
     "NoisySGDClassifierCV": "tuning",
-    "PublicRangeScaler": "preprocessing", "CompositionFallbackWarning": "config",
+    "PublicRangeScaler": "scalers", "CompositionFallbackWarning": "config",
     "auto_config": "config",
     "LinearModel": "model", "load_model": "model",
     "DEFAULT_ORDERS": "rdp", "OrderGridWarning": "rdp", "RDPNumericsWarning": "rdp",

@@ -59,12 +59,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .accountant import composed_epsilon, epsilon as epsilon_report
 from .config import CompositionFallbackWarning
-from .pipeline import Declared, auto_intercept_scaling, fit_declared
+from .pipeline import Declared, auto_intercept_scaling, classification_loss, fit_declared
 from .planning import BASELINES
-from .preprocessing import check_feature_range, warn_about_private_preprocessing, recorded_query
+from .preprocessing import check_feature_range, recorded_query
+from .scalers import warn_about_private_preprocessing
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
-from .train import BinaryLogistic, ClassWeighted, Huber, OneVsRestLogistic, Softmax, Squared, encode_labels
+from .train import ClassWeighted, Huber, Squared, encode_labels
 from .train.diagnostics import fit_warnings
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
@@ -91,14 +92,6 @@ EXPECTED_FAILED_CHECKS = {
         "epsilon=1e4 the check passes: see the tests)"
     ),
 }
-
-
-def classification_loss(n_classes: int, multi_class: str = "softmax"):
-    """The loss for ``n_classes`` labels: binary logistic for two, else softmax
-    (cross-entropy) or one binary logistic loss per class (``"ovr"``)."""
-    if n_classes == 2:
-        return BinaryLogistic()
-    return OneVsRestLogistic(n_classes) if multi_class == "ovr" else Softmax(n_classes)
 
 
 #: The classifier's default ``center``: "private" (:func:`noisysgd.preprocessing.private_center`)

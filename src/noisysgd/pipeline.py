@@ -39,10 +39,10 @@ from .preprocessing import (center_rows, combine_queries, private_center_within,
                             scale_to_ball)
 from .private_fit import (Bounds, Execution, PrivateFit, Privacy, Schedule, default_delta, fit_private,
                           public_size)
-from .train import Loss
+from .train import BinaryLogistic, Loss, OneVsRestLogistic, Softmax
 
 __all__ = ["Declared", "QueryEvent", "FeatureMap", "DeclaredFit", "fit_declared", "auto_intercept_scaling",
-           "AUTO_INTERCEPT_SHARE", "TASKS"]
+           "classification_loss", "AUTO_INTERCEPT_SHARE", "TASKS"]
 
 #: ``intercept_scaling="auto"`` for classification: s = this share of the feature clip R.
 AUTO_INTERCEPT_SHARE = 0.25
@@ -63,6 +63,14 @@ def auto_intercept_scaling(feature_clip: float, task: str = "classification") ->
     (0.5, 1.0)
     """
     return AUTO_INTERCEPT_SHARE * float(feature_clip) if task == "classification" else 1.0
+
+
+def classification_loss(n_classes: int, multi_class: str = "softmax"):
+    """The loss for ``n_classes`` labels: binary logistic for two, else softmax
+    (cross-entropy) or one binary logistic loss per class (``"ovr"``)."""
+    if n_classes == 2:
+        return BinaryLogistic()
+    return OneVsRestLogistic(n_classes) if multi_class == "ovr" else Softmax(n_classes)
 
 
 @dataclass(frozen=True)

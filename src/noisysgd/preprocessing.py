@@ -27,11 +27,11 @@ noise).  This is a fixed function of each example alone: it costs no privacy
 (post-processing of nothing; the trainer's sensitivity analysis only needs the
 norm clipping ‖x‖ ≤ R, which it applies itself).
 
-:func:`warn_if_private_preprocessing` (called by the estimators' ``fit``)
+:func:`noisysgd.scalers.warn_if_private_preprocessing` (called by the estimators' ``fit``)
 looks up the call stack for a scikit-learn ``Pipeline`` that is fitting the
 estimator and warns (:class:`~noisysgd.train.PrivacyLeakWarning`) for every
 step before it that learns from the data passed to ``fit`` — anything but a
-:class:`PublicRangeScaler`, a stateless ``FunctionTransformer``,
+:class:`~noisysgd.scalers.PublicRangeScaler`, a stateless ``FunctionTransformer``,
 ``"passthrough"`` or ``None``.  This detects the plain ``Pipeline`` /
 ``make_pipeline`` use; a transformer fitted separately by hand cannot be
 detected.
@@ -39,20 +39,16 @@ detected.
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .train import PrivacyLeakWarning
 from .rowmaps import SPREAD, center_rows, clip_rows, row_norms, scale_to_ball  # (the maps; exported here)
 from .train.rows import block_rows
 
-__all__ = ["PublicRangeScaler", "scale_to_ball", "SPREAD", "warn_if_private_preprocessing", "private_feature_ranges",
+__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
            "clip_rows", "center_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
@@ -396,100 +392,3 @@ def check_feature_range(owner, value, d: int):
             f"The 'feature_range' parameter of {name} must have finite bounds with low < high for "
             f"every feature. Got {value!r} instead.")
     return low, high
-
-
-class PublicRangeScaler(TransformerMixin, BaseEstimator):
-    """Scale features into the R-ball with bounds declared from public knowledge.
-
-    ``fit`` learns nothing from the data (only its number of columns);
-    ``transform`` is :func:`scale_to_ball`.  Use it in a ``Pipeline`` before a
-    noisysgd estimator instead of ``StandardScaler`` or ``MinMaxScaler``
-    (whose statistics of the training data the certificate does not cover).
-
-    Parameters
-    ----------
-    feature_range : pair (low, high) of floats or of arrays of shape (n_features,)
-        Public bounds of every feature (e.g. (0, 16) for scikit-learn's digits).
-    feature_clip : float, default=1.0
-        Rows halfway across their ranges get this norm (:func:`scale_to_ball`); the estimator
-        clips longer ones; give the estimator the same value.
-
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from noisysgd.estimators import NoisySGDClassifier
-    >>> pipe = make_pipeline(PublicRangeScaler(feature_range=(0, 16)), NoisySGDClassifier(epsilon=1.0))
-    """
-
-    def __init__(self, feature_range=(0.0, 1.0), feature_clip=1.0):
-        self.feature_range = feature_range
-        self.feature_clip = feature_clip
-
-    def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=np.float64)
-        self._bounds(X.shape[1])
-        return self
-
-    def _bounds(self, d):
-        R = self.feature_clip
-        if not (isinstance(R, numbers.Real) and not isinstance(R, bool) and math.isfinite(R) and R > 0):
-            raise ValueError(f"The 'feature_clip' parameter of PublicRangeScaler must be a finite float "
-                             f"in the range (0, inf). Got {R!r} instead.")
-        return check_feature_range(self, self.feature_range, d)
-
-    def transform(self, X):
-        check_is_fitted(self, "n_features_in_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return scale_to_ball(X, self._bounds(X.shape[1]), self.feature_clip)
-
-
-def _stateless(step) -> bool:
-    """Whether a Pipeline step learns nothing from the data it is fitted on: passthrough,
-    :class:`PublicRangeScaler`, a plain FunctionTransformer, a ``OneHotEncoder`` with its
-    categories declared (no frequency-based grouping), or a ``ColumnTransformer`` of such
-    steps on columns chosen by name or position."""
-    if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
-        return True
-    if isinstance(step, PublicRangeScaler):
-        return True
-    from sklearn.compose import ColumnTransformer
-    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
-
-    if isinstance(step, OneHotEncoder):
-        return (not isinstance(step.categories, str) and step.min_frequency is None
-                and step.max_categories is None)
-    if isinstance(step, ColumnTransformer):
-        return (all(_stateless(t) and not callable(cols) for _, t, cols in step.transformers)
-                and _stateless(step.remainder))
-    return isinstance(step, FunctionTransformer) and step.inverse_func is None and not step.validate
-
-
-def warn_if_private_preprocessing(estimator, *, depth: int = 12, stacklevel: int = 3) -> list[str]:
-    """Warn for every step that learns from the data, before ``estimator`` in a
-    ``Pipeline`` that is now fitting it (found on the call stack); the names."""
-    from sklearn.pipeline import Pipeline
-
-    frame = inspect.currentframe()
-    found = []
-    try:
-        f = frame.f_back if frame is not None else None
-        for _ in range(depth):
-            if f is None:
-                break
-            owner = f.f_locals.get("self")
-            if isinstance(owner, Pipeline) and owner.steps and owner.steps[-1][1] is estimator:
-                found = [name for name, step in owner.steps[:-1] if not _stateless(step)]
-                break
-            f = f.f_back
-    finally:
-        del frame
-    if found:
-        warnings.warn(
-            f"{type(estimator).__name__} is fitted in a Pipeline after {', '.join(map(repr, found))}, "
-            "fitted on the same private data: the privacy certificate does not cover what those steps "
-            "learn from it (e.g. StandardScaler's means and deviations); declare public bounds with "
-            "noisysgd.preprocessing.PublicRangeScaler or feature_range= instead",
-            PrivacyLeakWarning, stacklevel=stacklevel)
-    return found
-
-
-def warn_about_private_preprocessing(estimator) -> list[str]:
-    return warn_if_private_preprocessing(estimator, stacklevel=5)

@@ -10,10 +10,9 @@ import os
 
 import numpy as np
 
-from ..estimators import classification_loss
 from ..io import check_output_file
 from ..model import model_document
-from ..pipeline import Declared, auto_intercept_scaling
+from ..pipeline import Declared, auto_intercept_scaling, classification_loss
 from ..run import BATCHING_SCHEMES
 from ..train import ClassWeighted, Huber, Squared, encode_labels
 from ..train.checkpoint import delete_checkpoint

@@ -74,7 +74,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 __all__ = ["SecureRandom"]
 
@@ -240,5 +240,7 @@ class SecureRandom:
     def binomial(self, n, p, size=None):
         """Binomial(n, p) draws: the inverse distribution function at uniform u."""
         u = self.random(size=(1,) if size is None else size)
+        from scipy import stats  # (scipy.stats takes ~0.5 s to import: only where a binomial is drawn)
+
         k = stats.binom.ppf(u, int(n), float(p)).astype(np.int64)
         return int(k.reshape(-1)[0]) if size is None else k
