@@ -14,6 +14,7 @@ RUN = noisysgd.Run(n=1000, batch_size=10, batching="sample", steps=200000, learn
 NAMES = ["composition", "altschuler-talwar", "altschuler-talwar-sampled"]
 
 
+@pytest.mark.slow
 def test_unsound_analysis_never_supplies_the_best_bound_by_default():
     report = noisysgd.epsilon(RUN, delta=1e-5, analyses=NAMES)
     unsound = report.results["altschuler-talwar-sampled"]
@@ -25,6 +26,7 @@ def test_unsound_analysis_never_supplies_the_best_bound_by_default():
     assert data["best_is_sound"] is True and data["include_unsound"] is False
 
 
+@pytest.mark.slow
 def test_include_unsound_lets_it_win_and_says_so(capsys):
     report = noisysgd.epsilon(RUN, delta=1e-5, analyses=NAMES, include_unsound=True)
     assert report.best.analysis == "altschuler-talwar-sampled"
@@ -49,7 +51,7 @@ def test_include_unsound_must_be_a_bool():
         noisysgd.epsilon(RUN, delta=1e-5, include_unsound="yes")
 
 
-@pytest.mark.parametrize("batching", ["sample", "shuffle"])
+@pytest.mark.parametrize("batching", [pytest.param("sample", marks=pytest.mark.slow), "shuffle"])
 def test_every_result_of_a_flagged_analysis_says_why(batching):
     from noisysgd.analyses import ANALYSES
 
@@ -102,6 +104,7 @@ def test_certificate_names_the_assumptions_the_bound_rests_on():
     assert "final model only" in c["guarantee"] and json.dumps(cert, allow_nan=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(target=st.floats(0.3, 8.0), delta=st.sampled_from([1e-5, 1e-8]),
        steps=st.integers(10, 5000), q=st.floats(0.001, 0.2))
@@ -151,6 +154,7 @@ def test_max_epochs_limited_and_unlimited():
     assert before < unlimited.limit_epsilon * (1 - 1e-3) <= after <= unlimited.limit_epsilon * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_cli_calibrate_matches_the_api(capsys):
     flags = ["calibrate", "--n", "10000", "--batch-size", "100", "--steps", "2000", "--lr", "0.1",
              "--lipschitz", "1", "--batching", "poisson", "--epsilon", "2", "--delta", "1e-5",

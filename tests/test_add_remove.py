@@ -119,6 +119,7 @@ def test_estimators_and_train_cli_refuse_before_training(tmp_path, capsys, batch
     assert not out.exists() or not any(out.iterdir())  # nothing written
 
 
+@pytest.mark.slow
 def test_auto_configuration_under_add_remove_picks_poisson_batches():
     """The automatic search (cyclic and full batches under replace) searches Poisson batches
     under add/remove, and an explicit batch size alone asks for them too."""
@@ -270,6 +271,7 @@ def test_sample_displacement_attack_is_real_in_the_trainer():
     assert abs(held.mean() - T * b / n) < 5 * math.sqrt(T * (b / n) * (1 - b / n) / R)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batching=st.sampled_from(("poisson",) + REFUSED), n=st.integers(8, 200), b_frac=st.floats(0.05, 0.5),
        steps=st.integers(1, 60), z=st.floats(0.5, 20.0), lam=st.sampled_from([0.0, 0.01, 0.1]))
@@ -411,6 +413,7 @@ def test_add_remove_run_does_not_depend_on_the_number_of_rows():
     assert a.privacy_report_["certificate"]["data"] == b.privacy_report_["certificate"]["data"]
 
 
+@pytest.mark.slow
 def test_add_remove_needs_a_declared_n_at_every_entry_point(tmp_path, capsys):
     X, y = _digits_binary()
     with pytest.raises(ValueError, match=r"public_n must be given with adjacency='add-remove'.*Found None\."):

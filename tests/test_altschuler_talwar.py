@@ -74,13 +74,13 @@ def brute_split(alpha, *, q, ns, scale, c, T):
 
 SPLIT_CASES = [
     # q, ns (bσ/2L), D²/(2η²σ²) per unit order, c, T
-    (0.01, 1.0, 25.0, 1.0, 200),
-    (0.01, 1.0, 25.0, 1.0, 3000),
-    (0.05, 0.6, 4.0, 1.0, 60),
-    (0.001, 2.5, 1e4, 1.0, 5000),
+    pytest.param(0.01, 1.0, 25.0, 1.0, 200, marks=pytest.mark.slow),
+    pytest.param(0.01, 1.0, 25.0, 1.0, 3000, marks=pytest.mark.slow),
+    pytest.param(0.05, 0.6, 4.0, 1.0, 60, marks=pytest.mark.slow),
+    pytest.param(0.001, 2.5, 1e4, 1.0, 5000, marks=pytest.mark.slow),
     (1.0, 5.0, 50.0, 1.0, 400),  # full batch through (B.2) with q = 1
-    (0.01, 1.0, 25.0, 0.99, 2000),  # (B.3)
-    (0.02, 0.8, 100.0, 0.9, 300),
+    pytest.param(0.01, 1.0, 25.0, 0.99, 2000, marks=pytest.mark.slow),  # (B.3)
+    pytest.param(0.02, 0.8, 100.0, 0.9, 300, marks=pytest.mark.slow),
     (0.01, 1.5, 1.0, 0.5, 50),
 ]
 
@@ -103,6 +103,7 @@ def test_split_bound_matches_brute_force(q, ns, unit, c, T):
             assert 1 <= window[i] <= T - 1
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     Q=st.floats(1e-9, 10.0),
@@ -193,6 +194,7 @@ def test_full_batch_cyclic_cost_is_bound_B1():
         assert cost == pytest.approx(direct, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_cyclic_candidate_windows_find_the_minimum():
     """The candidate set over window lengths finds the minimum over all epoch boundaries."""
     for Dt, s, K, T in [(5.0, 0.1, 7, 3000), (1.0, 0.4, 3, 500), (20.0, 0.05, 10, 20000)]:
@@ -386,6 +388,7 @@ def test_add_remove_is_refused_under_poisson_because_the_rows_are_not_public():
     assert SAMPLED.why_not(poisson.replace(adjacency="add-remove")) is not None
 
 
+@pytest.mark.slow
 def test_report_details():
     result = SAMPLED.evaluate(run_(steps=10**6), delta=1e-5)
     d = result.details
@@ -428,6 +431,7 @@ def test_published_B2_is_below_the_true_one_step_divergence():
         assert analysis.rdp(run, [32.0])[0] > true_d32
 
 
+@pytest.mark.slow
 def test_cli_json_exposes_the_analysis(capsys):
     argv = ["epsilon", "--n", "1000", "--batch-size", "10", "--steps", "1000000", "--lr", "0.5",
             "--noise-multiplier", "2", "--lipschitz", "1", "--smoothness", "1", "--diameter", "1",
@@ -494,7 +498,7 @@ def test_eta_squared_allocation_never_worse_than_5_7_and_equal_for_constant_step
     assert np.allclose(b, a, rtol=1e-12)
 
 
-@pytest.mark.parametrize("m", [0.0, 0.2])
+@pytest.mark.parametrize("m", [0.0, pytest.param(0.2, marks=pytest.mark.slow)])
 def test_constant_schedule_reduces_to_B2_and_B3(m):
     for T in (5, 400, 4000):
         constant = run_(steps=T, strong_convexity=m)

@@ -419,7 +419,8 @@ def test_vectorised_batch_laws():
     assert stats.chisquare(observed, expected).pvalue > level
 
 
-@pytest.mark.parametrize("scheme,b", [("sample", 3), ("poisson", 3), ("shuffle", 3)])
+@pytest.mark.parametrize("scheme,b", [pytest.param("sample", 3, marks=pytest.mark.slow),
+                                      pytest.param("poisson", 3, marks=pytest.mark.slow), ("shuffle", 3)])
 def test_replicas_agree_in_law_with_the_engine(scheme, b):
     """Two-sample Kolmogorov–Smirnov tests, replicas (4000, vectorised) vs 1000 engine runs,
     on each coordinate of the final model (Bonferroni); and the same test detects a noise
@@ -440,8 +441,9 @@ def test_replicas_agree_in_law_with_the_engine(scheme, b):
     assert pvalue(run.replace(noise_multiplier=0.7)) < level
 
 
-@pytest.mark.parametrize("scheme,b,z", [("full", 10, 4.0), ("sample", 1, 0.4), ("poisson", 2, 0.8),
-                                        ("cyclic", 2, 0.8)])
+@pytest.mark.parametrize("scheme,b,z", [pytest.param("full", 10, 4.0, marks=pytest.mark.slow), ("sample", 1, 0.4),
+                                        pytest.param("poisson", 2, 0.8, marks=pytest.mark.slow),
+                                        pytest.param("cyclic", 2, 0.8, marks=pytest.mark.slow)])
 def test_replicas_sample_the_exact_law_of_the_1d_construction(scheme, b, z):
     """The 1-D walk's law computed independently (:mod:`noisysgd.audit.exact`) vs 20,000
     replicas: the Dvoretzky–Kiefer–Wolfowitz bound P[sup|F_N − F| > r] ≤ 2e^{−2Nr²} at
@@ -574,6 +576,7 @@ def test_a_trainer_with_10x_less_noise_is_caught():
     assert honest.epsilon_lower <= exact + 0.05 and exact < certified / 10
 
 
+@pytest.mark.slow
 def test_add_remove_audit_catches_a_trainer_with_10x_less_noise():
     """The add/remove pair (D' = D plus one example of slope −L) through the real trainer on n
     and n − 1 examples: the honest Poisson run stays below its certificate (composition with
@@ -590,7 +593,8 @@ def test_add_remove_audit_catches_a_trainer_with_10x_less_noise():
     assert not honest.violation
 
 
-@pytest.mark.parametrize("average", [False, True, "auto"])
+@pytest.mark.parametrize("average", [pytest.param(False, marks=pytest.mark.slow), True,
+                                     pytest.param("auto", marks=pytest.mark.slow)])
 def test_poisson_runs_certified_by_composition_are_audited_with_and_without_averaging(average):
     """Issue 26 §5: the DP-SGD regime — Poisson batches, a large step (lr = 4), no projection,
     certified by composition — through the real replica trainer, releasing the

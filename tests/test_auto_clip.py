@@ -70,6 +70,7 @@ def _fit(X, y, **kw):
                                   classes=list(range(10)), **kw).fit(X, y)
 
 
+@pytest.mark.slow
 def test_a_composition_run_chosen_by_the_search_is_clipped_and_certified_at_its_clip():
     X, y = _digits()
     clf = _fit(X, y)
@@ -127,6 +128,7 @@ def test_bad_clip_norm_is_named(value):
         _fit(X, y, clip_norm=value)
 
 
+@pytest.mark.slow
 def test_the_cli_clips_what_the_estimator_clips(tmp_path, capsys):
     import json
 
@@ -153,7 +155,7 @@ def test_the_cli_clips_what_the_estimator_clips(tmp_path, capsys):
     assert not (tmp_path / "n").exists()
 
 
-@pytest.mark.parametrize("loss_name", ["binary-logistic", "huber"])
+@pytest.mark.parametrize("loss_name", [pytest.param("binary-logistic", marks=pytest.mark.slow), "huber"])
 def test_configure_clips_classification_composition_runs_only(loss_name):
     """The same public quantities, the same composition choice: a classification loss is clipped at
     CLIP_FACTOR of its natural constant, a regression loss (the factors were measured on

@@ -114,6 +114,7 @@ def re_escape(text):
     return re.escape(text)
 
 
+@pytest.mark.slow
 def test_estimator_and_cli_average(tmp_path, capsys):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(600, 4))
@@ -394,6 +395,7 @@ def test_the_statistic_is_a_correlation_blind_to_shift_scale_and_rotation(rows, 
     assert mean_reversion(moved) == pytest.approx(c, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_auto_is_the_classifiers_default_and_the_tuners_final_iterate(tmp_path, capsys):
     """The classifier releases by "auto" unless told otherwise and says what and why; the regressor keeps
     the final iterate by default; a checkpointed fit keeps it; the tuner reads "auto" as the final iterate

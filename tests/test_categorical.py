@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import noisysgd
 from noisysgd.cli import main as cli_main
 from noisysgd.io import load_table
-from noisysgd.preprocessing import PrivacyLeakWarning
+from noisysgd.train import PrivacyLeakWarning
 
 CATS = {"smoker": ["No", "Yes"], "region": ["north", "south", "east", "west"]}
 
@@ -112,6 +112,7 @@ def test_npz_refuses_categorical(tmp_path):
         load_table(tmp_path / "d.npz", target="y", categorical={"x0": ["a"]})
 
 
+@pytest.mark.slow
 def test_train_and_predict_apply_the_declared_encoding(tmp_path, capsys):
     data, held = tmp_path / "t.csv", tmp_path / "held.csv"
     _table(data)
@@ -180,6 +181,7 @@ def _mixed(n=400, seed=0):
     return X, y
 
 
+@pytest.mark.slow
 def test_a_declared_one_hot_encoder_in_a_pipeline_is_not_a_leak():
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import make_pipeline

@@ -394,6 +394,7 @@ def _kill_setup():
     return run, X, y
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_leaves_a_broken_checkpoint(tmp_path):
     """20 kills at random moments of a run that checkpoints every epoch (plus
     three at the worst moments: half the temporary file written, before its

@@ -65,6 +65,7 @@ def _imbalanced(n=6000, seed=0):
     return X / 4, y
 
 
+@pytest.mark.slow
 def test_estimator_class_weight_is_declared_normalized_and_lifts_the_rare_class():
     """5 % positives at epsilon = 3: unweighted, the model nearly predicts the majority (balanced
     accuracy 0.56); weighting the rare class (here 5x, normalized to {0: 0.2, 1: 1}) lifts it well above."""
@@ -155,6 +156,7 @@ def test_near_chance_is_said_within_two_points_of_the_majority(n_major, n_minor,
         assert found["accuracy"] == pytest.approx(accuracy) and found["majority"] == pytest.approx(majority)
 
 
+@pytest.mark.slow
 def test_train_cli_class_weight(tmp_path, capsys):
     """--class-weight 1=5 on a 5 %-positive table: recorded (normalized) in the certificate, the
     model file predicts as the base loss does, and bad flags are one line each."""

@@ -137,7 +137,7 @@ def test_pld_of_gaussian_compositions_is_tight_and_above_the_exact_value(batchin
     assert rdp >= exact
 
 
-@pytest.mark.parametrize("adjacency", ["add-remove", "replace"])
+@pytest.mark.parametrize("adjacency", ["add-remove", pytest.param("replace", marks=pytest.mark.slow)])
 def test_pld_is_dp_accounting_pld(adjacency):
     import dp_accounting
 
@@ -221,6 +221,7 @@ def test_accountant_errors(kwargs, match):
         noisysgd.epsilon(run_(steps=10), **kwargs)
 
 
+@pytest.mark.slow
 def test_pld_discretisation_widens_only_for_large_epsilon_and_stays_an_upper_bound():
     """Below an RDP epsilon of 20 the interval is dp_accounting's 1e-4; above, it grows
     with epsilon (the PLD's cost grows with epsilon/interval): the coarser PLD is still
@@ -242,7 +243,8 @@ def test_pld_discretisation_widens_only_for_large_epsilon_and_stays_an_upper_bou
 
 
 @pytest.mark.parametrize("q, sigma, steps", [(0.04, 8.15, 3000), (0.04, 4.0, 1000), (0.1, 2.0, 200),
-                                             (0.01, 1.0, 3000), (0.5, 1.5, 60)])
+                                             pytest.param(0.01, 1.0, 3000, marks=pytest.mark.slow),
+                                             pytest.param(0.5, 1.5, 60, marks=pytest.mark.slow)])
 def test_mixing_directions_across_steps_does_not_beat_the_pure_composition(q, sigma, steps):
     """composition-pld for fixed-size batches composes the add and the remove direction of the 2L
     sampled Gaussian separately and takes the larger (Lebeda et al. 2024, "pitfall 1": an adversary
@@ -263,6 +265,7 @@ def test_mixing_directions_across_steps_does_not_beat_the_pure_composition(q, si
             assert mixed.get_epsilon_for_delta(delta) <= e_pure * (1 + 1e-9) + 1e-6, (k, delta)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
 @pytest.mark.parametrize("analyses", [None, "composition-pld"])
 def test_calibration_placed_on_the_coarse_grid_is_dp_accounting_s_and_decided_on_the_certificate_s(
@@ -302,8 +305,8 @@ def test_calibration_placed_on_the_coarse_grid_is_dp_accounting_s_and_decided_on
 @pytest.mark.parametrize("n, b, epochs, eps, adjacency, within", [
     (60000, 256, 30, 1.0, "replace", 0.005),
     (1797, 64, 30, 0.5, "replace", 0.005),
-    (60000, 256, 30, 3.0, "add-remove", 0.06),
-    (5000, 256, 10, 1.0, "add-remove", 0.06),
+    pytest.param(60000, 256, 30, 3.0, "add-remove", 0.06, marks=pytest.mark.slow),
+    pytest.param(5000, 256, 10, 1.0, "add-remove", 0.06, marks=pytest.mark.slow),
 ])
 def test_clt_start_is_near_the_pld_answer(n, b, epochs, eps, adjacency, within):
     # the central-limit estimate a calibration starts from (Bu et al. 2020, Thm 5; its chi^2

@@ -149,11 +149,11 @@ def test_the_composition_screen_leans_against_its_regime(n, b, epochs, adjacency
 
 @pytest.mark.parametrize("n, d, outputs, epsilon, adjacency, fixed", [
     (1000, 20, 1, 0.71, "replace", None),
-    (621, 17, 1, 3.0, "replace", None),
-    (1797, 64, 10, 1.0, "replace", None),
-    (20000, 50, 1, 3.0, "replace", None),
-    (60000, 784, 10, 0.5, "replace", None),
-    (569, 30, 1, 0.5, "add-remove", None),
+    pytest.param(621, 17, 1, 3.0, "replace", None, marks=pytest.mark.slow),
+    pytest.param(1797, 64, 10, 1.0, "replace", None, marks=pytest.mark.slow),
+    pytest.param(20000, 50, 1, 3.0, "replace", None, marks=pytest.mark.slow),
+    pytest.param(60000, 784, 10, 0.5, "replace", None, marks=pytest.mark.slow),
+    pytest.param(569, 30, 1, 0.5, "add-remove", None, marks=pytest.mark.slow),
     (5000, 10, 1, 1.0, "replace", {"batching": "cyclic"}),
     (3000, 5, 1, 8.0, "replace", {"alpha": 0.01}),
 ])

@@ -143,6 +143,26 @@ def _pair_id(pair) -> str:
     return f"{pair[0]}@{pair[1]}"
 
 
+#: The sampled shifted-interpolation bound on its sampled runs takes seconds per evaluation:
+#: those pairs are marked slow (``pytest -m "not slow"`` skips them).
+SLOW_PAIRS = frozenset({("shifted-interpolation-sampled", "sample-whole-dataset"),
+                        ("shifted-interpolation-sampled", "sample-strongly")})
+#: The monotonicity-in-z check evaluates each pair at several noise levels: also the subsampled PLD and
+#: Altschuler-Talwar pairs that take over half a second.
+SLOW_IN_THE_NOISE = SLOW_PAIRS | {(name, run) for name in ("composition-pld", "altschuler-talwar-sampled")
+                                  for run in ("sample-convex", "sample-strongly", "sample-schedule",
+                                              "poisson-convex", "poisson-convex-addremove")}
+
+#: The default order grid is long: also the Altschuler-Talwar pairs that take over half a second on it.
+SLOW_DEFAULT_GRID = SLOW_PAIRS | {("altschuler-talwar", "full-convex-decay"),
+                                  ("altschuler-talwar-sampled", "sample-convex")}
+
+
+def _slow(pairs, slow=SLOW_PAIRS) -> list:
+    """The pairs, those in ``slow`` marked slow (their ids are still given by ``ids=``)."""
+    return [pytest.param(*p, marks=pytest.mark.slow) if p in slow else p for p in pairs]
+
+
 def _sampled(run: Run) -> bool:
     """Whether composition-pld goes through dp_accounting's PLD (not the exact Gaussian)."""
     return run.batching in ("poisson", "sample") and run.batch_size < run.n
@@ -236,7 +256,7 @@ def test_fixture_runs_exercise_every_analysis(name):
 # ---------------------------------------------------------------- every (analysis, run)
 
 
-@pytest.mark.parametrize("name,run_name", PAIRS, ids=[_pair_id(p) for p in PAIRS])
+@pytest.mark.parametrize("name,run_name", _slow(PAIRS), ids=[_pair_id(p) for p in PAIRS])
 def test_result_contract(name, run_name):
     analysis, run = ANALYSES[name], RUNS[run_name]
     why = analysis.why_not(run)
@@ -282,7 +302,7 @@ def test_result_contract(name, run_name):
         assert res.mu is None
 
 
-@pytest.mark.parametrize("name,run_name", APPLYING, ids=[_pair_id(p) for p in APPLYING])
+@pytest.mark.parametrize("name,run_name", _slow(APPLYING), ids=[_pair_id(p) for p in APPLYING])
 def test_rdp_is_non_decreasing_in_the_order(name, run_name):
     """D_α is non-decreasing in α, so a valid bound can always be made so; a curve
     that decreases somewhere is wasting tightness or computing something else."""
@@ -294,7 +314,7 @@ def test_rdp_is_non_decreasing_in_the_order(name, run_name):
     assert drops.size == 0, [(ORDERS[i], curve[i], ORDERS[i + 1], curve[i + 1]) for i in drops]
 
 
-@pytest.mark.parametrize("name,run_name", APPLYING, ids=[_pair_id(p) for p in APPLYING])
+@pytest.mark.parametrize("name,run_name", _slow(APPLYING, SLOW_DEFAULT_GRID), ids=[_pair_id(p) for p in APPLYING])
 def test_default_order_grid(name, run_name):
     """With ``orders=None`` the curve is over DEFAULT_ORDERS and monotone there too
     (only the cheap analyses: A&T-sampled pays ~0.8 s per run on the full grid)."""
@@ -312,7 +332,7 @@ def test_default_order_grid(name, run_name):
         assert res.order in set(DEFAULT_ORDERS.tolist())
 
 
-@pytest.mark.parametrize("name,run_name", APPLYING, ids=[_pair_id(p) for p in APPLYING])
+@pytest.mark.parametrize("name,run_name", _slow(APPLYING), ids=[_pair_id(p) for p in APPLYING])
 def test_rdp_method_matches_evaluate(name, run_name):
     analysis = ANALYSES[name]
     if not _has_curve(analysis):
@@ -331,7 +351,7 @@ def test_rdp_method_refuses_a_run_it_does_not_cover(name, run_name):
         analysis.rdp(RUNS[run_name], ORDERS)
 
 
-@pytest.mark.parametrize("name,run_name", PAIRS, ids=[_pair_id(p) for p in PAIRS])
+@pytest.mark.parametrize("name,run_name", _slow(PAIRS), ids=[_pair_id(p) for p in PAIRS])
 def test_evaluation_is_pure(name, run_name):
     orders = SMALL_ORDERS.copy()
     first = _cached(name, run_name, orders=tuple(SMALL_ORDERS))
@@ -351,7 +371,7 @@ _KEYS = {"applies", "reason", "sound", "epsilon", "mu", "not_sound_reason", "ord
          "citation", "details", "warnings", "rdp"}
 
 
-@pytest.mark.parametrize("name,run_name", PAIRS, ids=[_pair_id(p) for p in PAIRS])
+@pytest.mark.parametrize("name,run_name", _slow(PAIRS), ids=[_pair_id(p) for p in PAIRS])
 def test_json_form(name, run_name):
     res = _cached(name, run_name)
     data = res.to_dict()
@@ -486,7 +506,7 @@ def _abs_slack(name) -> float:
     return 0.0
 
 
-@pytest.mark.parametrize("name,run_name", APPLYING, ids=[_pair_id(p) for p in APPLYING])
+@pytest.mark.parametrize("name,run_name", _slow(APPLYING, SLOW_IN_THE_NOISE), ids=[_pair_id(p) for p in APPLYING])
 def test_epsilon_is_non_increasing_in_the_noise(name, run_name):
     """Calibration bisects in z: more noise must never cost more privacy (nor more RDP).
     why_not never looks at z, so z varies freely on every applying pair."""
@@ -528,6 +548,7 @@ def test_pld_wobble_in_the_noise_is_bounded(z):
     assert b <= a * (1 + REL_SLACK) + _abs_slack("composition-pld"), (z, a, b)
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(target=st.floats(1.0, 6.0), log_delta=st.floats(-12.0, -5.0))
 def test_calibrate_never_overshoots_even_where_the_pld_is_not_monotone(target, log_delta):
@@ -545,7 +566,7 @@ def test_calibrate_never_overshoots_even_where_the_pld_is_not_monotone(target, l
     assert again.epsilon <= target, (target, delta, cal.noise_multiplier, again.epsilon)
 
 
-@pytest.mark.parametrize("name,run_name", APPLYING, ids=[_pair_id(p) for p in APPLYING])
+@pytest.mark.parametrize("name,run_name", _slow(APPLYING), ids=[_pair_id(p) for p in APPLYING])
 def test_epsilon_is_non_increasing_in_delta(name, run_name):
     """Smaller δ ⇒ larger or equal ε (and δ matters: the extremes differ)."""
     deltas = (1e-10, DELTA, 0.2)
@@ -556,7 +577,7 @@ def test_epsilon_is_non_increasing_in_delta(name, run_name):
     assert eps[0] > eps[-1]
 
 
-@pytest.mark.parametrize("name,run_name", APPLYING, ids=[_pair_id(p) for p in APPLYING])
+@pytest.mark.parametrize("name,run_name", _slow(APPLYING), ids=[_pair_id(p) for p in APPLYING])
 def test_conversion_is_honoured(name, run_name):
     """RDP analyses convert as asked ('classic' is never below 'improved'); GDP analyses
     always convert exactly; the others report what they did."""
@@ -577,7 +598,7 @@ def test_conversion_is_honoured(name, run_name):
 # ---------------------------------------------------------------- ε over step counts
 
 
-@pytest.mark.parametrize("name,run_name", PAIRS, ids=[_pair_id(p) for p in PAIRS])
+@pytest.mark.parametrize("name,run_name", _slow(PAIRS), ids=[_pair_id(p) for p in PAIRS])
 def test_curve_matches_evaluate(name, run_name):
     """Analysis.curve is documented as "the same numbers as evaluate at each step count"
     (an upper bound of them where ``exact`` is False), applying and refusing alike."""

@@ -48,7 +48,7 @@ def _json(png: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def data():
+def data():  # (seconds: the tests that use it are marked slow)
     return altschuler_talwar_figure_data()
 
 
@@ -61,6 +61,7 @@ def run_cli(capsys, *args):
 # --------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_writes_the_png_files(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     out_dir = tmp_path / "new" / "figs"  # created, parents included
@@ -140,6 +141,7 @@ def _hidden_state_curves(data):
             yield f"{fig_key}/{key}", curve, comp
 
 
+@pytest.mark.slow
 def test_every_figure_has_its_curves(data):
     assert set(data) == {"fig1", "fig2a", "fig2b", "crossover"}
     names = sorted(name for name, _, _ in _hidden_state_curves(data))
@@ -154,6 +156,7 @@ def test_every_figure_has_its_curves(data):
             assert text in fig.caption, (fig.name, text)
 
 
+@pytest.mark.slow
 def test_hidden_state_bound_is_monotone_below_composition_and_plateaus(data):
     for name, at, comp in _hidden_state_curves(data):
         eps, base = at.epsilon, comp.epsilon
@@ -167,6 +170,7 @@ def test_hidden_state_bound_is_monotone_below_composition_and_plateaus(data):
         assert base[-1] > 10 * eps[-1], name
 
 
+@pytest.mark.slow
 def test_plateau_starts_after_burn_in_for_convex_sampled_batches(data):
     """The published (B.2) flattens around T̄ (the paper's Figure 1); the sound bound
     flattens later and higher, where composition reaches the worst-case-batch bound."""
@@ -182,6 +186,7 @@ def test_plateau_starts_after_burn_in_for_convex_sampled_batches(data):
     assert np.all(sound.epsilon >= published.epsilon * (1 - REL))
 
 
+@pytest.mark.slow
 def test_strong_convexity_brings_the_plateau_earlier_and_lower(data):
     fig = data["fig2b"]
     plateaus = fig.params["plateaus"]
@@ -249,6 +254,7 @@ def _check_crossover_setting(fig, info, prefix=""):
         assert any(v == x and f"epoch {x:,}" in label for label, v in fig.vlines.items())
 
 
+@pytest.mark.slow
 def test_altschuler_talwar_crossover_is_plans(data):
     fig = data["crossover"]
     p = fig.params
@@ -270,6 +276,7 @@ def test_altschuler_talwar_crossover_is_plans(data):
     assert lo < p["crossover_rdp"] and p["crossover"] < hi
 
 
+@pytest.mark.slow
 def test_altschuler_talwar_crossover_without_pld_is_plans_rdp_crossover():
     data = altschuler_talwar_figure_data(points=20, max_steps=10**4, pld=False, crossover_epochs=5000,
                                          crossover_points=30)
@@ -302,6 +309,7 @@ def _at(curve, k):
     return float(curve.epsilon[i])
 
 
+@pytest.mark.slow
 def test_ye_shokri_cli_writes_the_png_files(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     code, out, err = run_cli(capsys, "figures", "--paper", "ye-shokri", "--out", str(tmp_path))
@@ -323,6 +331,7 @@ def test_all_includes_ye_shokri(tmp_path, capsys, monkeypatch):
     assert called == ["altschuler-talwar", "ye-shokri"]
 
 
+@pytest.mark.slow
 def test_ye_shokri_figures_have_their_curves_and_captions(ys):
     assert set(ys) == {*YS_PAPER, "crossover"}
     kinds = {
@@ -477,6 +486,7 @@ def test_ye_shokri_hidden_state_curves_plateau(ys):
         assert np.all(naive < a) and naive[-1] > a * (1 - 1e-4)
 
 
+@pytest.mark.slow
 def test_ye_shokri_crossover_is_plans(ys):
     fig = ys["crossover"]
     settings = fig.params["settings"]
@@ -508,6 +518,7 @@ def test_ye_shokri_crossover_is_plans(ys):
 # --------------------------------------------------------------------------- every PNG
 
 
+@pytest.mark.slow
 def test_all_writes_every_png(tmp_path, capsys, monkeypatch):
     """--paper all through the CLI, at a lower resolution (the defaults are covered above)."""
     pytest.importorskip("matplotlib")
@@ -524,6 +535,7 @@ def test_all_writes_every_png(tmp_path, capsys, monkeypatch):
         assert len(content) > 10_000 and content.startswith(PNG_SIGNATURE), n
 
 
+@pytest.mark.slow
 def test_ye_shokri_knobs_shrink_the_grids_not_the_numbers():
     ys = ye_shokri_figure_data(max_epochs=10, crossover_epochs=120)
     assert all(c.steps[-1] == 10 for k in YS_PAPER for c in ys[k].curves.values())
@@ -560,7 +572,8 @@ def _close(committed, computed, *, atol: float, what: str) -> None:
                 f"{what}[{i}]: committed {a!r}, computed now {b!r}; regenerate with `{REGENERATE}`")
 
 
-@pytest.mark.parametrize("paper, key", COMMITTED)
+@pytest.mark.parametrize("paper, key", [pytest.param(*c, marks=pytest.mark.slow) if c[0] == "altschuler-talwar" else c
+                                        for c in COMMITTED])  # (the `data` fixture takes seconds)
 def test_committed_figure_data_is_what_the_code_computes(request, paper, key):
     """docs/figures/<name>.json (written with the PNG by `noisysgd figures`) equals the
     figure the code computes today: every text exactly, every x exactly, every y to
@@ -623,6 +636,7 @@ def test_figure_series_rounds_to_significant_digits_and_keeps_integers():
 # --------------------------------------------------------------------------- progress
 
 
+@pytest.mark.slow
 def test_progress_goes_to_stderr_only_when_asked(capsys):
     quiet = ye_shokri_figure_data(max_epochs=10, crossover=False)
     out, err = capsys.readouterr()
@@ -687,6 +701,7 @@ def test_plan_plot_axis_covers_the_curves_that_matter(readme_plan):
     assert fig.legend_loc == "below"  # outside the axes: it covers no curve
 
 
+@pytest.mark.slow
 def test_plan_plot_log_axis_when_the_range_is_wide():
     """Sampled batches: the best bound grows from 0.32 to 4.5 over 200 epochs (log axis),
     ye-shokri's plateau 4.99 is kept, ye-shokri-naive (39 after one epoch) is cut."""

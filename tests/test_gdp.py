@@ -121,7 +121,8 @@ def test_epsilon_matches_mpmath_root_and_is_never_below_it(mu, delta):
     assert gdp.gdp_delta(mu, ours) <= delta
 
 
-@pytest.mark.parametrize("mu", [0.1, 0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("mu", [0.1, 0.5, 1.0, pytest.param(2.0, marks=pytest.mark.slow),
+                                pytest.param(4.0, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-8])
 def test_epsilon_is_below_dp_accounting_pld(mu, delta):
     """dp_accounting's PLD rounds pessimistically, so it is an upper bound on the exact ε."""
@@ -148,6 +149,7 @@ def test_epsilon_edges():
     assert math.isfinite(tiny) and gdp.gdp_log_delta(1.0, tiny) <= math.log(5e-324)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     mu=st.floats(1e-9, 200.0),

@@ -154,6 +154,7 @@ def test_parquet_bad_cells_and_columns_are_named(tmp_path, arrays):
         load_table(tmp_path / "junk.parquet", target="label")
 
 
+@pytest.mark.slow
 def test_cli_trains_the_same_model_from_parquet_and_csv(tmp_path, arrays):
     import csv
     import json
@@ -189,6 +190,7 @@ def test_ranks_read_their_parquet_shards(tmp_path, arrays):
         np.testing.assert_array_equal(yr, y[offset:offset + Xr.shape[0]])
 
 
+@pytest.mark.slow
 def test_single_process_cli_hints_only_where_a_flag_copies_big_mapped_data(tmp_path, arrays, monkeypatch, capsys):
     """The engine reads a memory-mapped X a batch at a time (noisysgd.train.rows): no hint for a plain
     run; --holdout copies the training rows, and the one line says so."""

@@ -60,7 +60,8 @@ def _exact_delta_mp(weights, q, kappa, adjacency, eps, dps=30):
 
 
 @pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
-@pytest.mark.parametrize("T,q,lam,z,eps", [(4, 0.3, 0.2, 0.8, 0.5), (5, 0.5, 0.0, 1.2, 1.0), (6, 0.1, 0.5, 0.5, 2.0)])
+@pytest.mark.parametrize("T,q,lam,z,eps", [(4, 0.3, 0.2, 0.8, 0.5), (5, 0.5, 0.0, 1.2, 1.0),
+                                           pytest.param(6, 0.1, 0.5, 0.5, 2.0, marks=pytest.mark.slow)])
 def test_poisson_matches_enumeration(T, q, lam, z, eps, adjacency):
     n = 10
     b = int(round(q * n))
@@ -146,6 +147,7 @@ def test_every_sound_bound_is_above_the_limit(kw):
     assert report.epsilon >= lim
 
 
+@pytest.mark.slow
 def test_monotone_in_noise_and_noise_lower_bound():
     base = Run.from_epochs(epochs=3, n=200, batch_size=50, batching="poisson", learning_rate=0.5,
                            noise_multiplier=1.0, lipschitz=1.0, strong_convexity=0.05)
@@ -158,6 +160,7 @@ def test_monotone_in_noise_and_noise_lower_bound():
     assert cal.noise_multiplier >= z
 
 
+@pytest.mark.slow
 def test_bracket_orders():
     run = Run.from_epochs(epochs=5, n=500, batch_size=50, batching="shuffle", learning_rate=0.5,
                           noise_multiplier=1.0, lipschitz=1.0, strong_convexity=0.05)
@@ -199,6 +202,7 @@ def _plan_run():
                lipschitz=1.0, smoothness=1.0, strong_convexity=1e-2)
 
 
+@pytest.mark.slow
 def test_plan_carries_the_limit_line():
     import noisysgd
     from noisysgd.limits import limit_bracket, limit_epsilon
@@ -232,6 +236,7 @@ def test_plan_says_why_there_is_no_limit_line():
     assert "reason" in p.limit_line and "limit line: n/a" in p.summary()
 
 
+@pytest.mark.slow
 def test_calibrate_cli_reports_the_limit_noise(capsys):
     import json
 
@@ -283,6 +288,7 @@ def test_limit_epsilons_in_one_pass(batching):
         limit_epsilons(run, [60, 20], 1e-5)
 
 
+@pytest.mark.slow
 def test_plan_of_a_run_without_steps_has_its_limit_line():
     # plan ignores run.steps (the CLI's run has none): the limit line must not need them
     import noisysgd

@@ -40,7 +40,8 @@ def eps_at(run, steps, name):
 
 
 @pytest.mark.parametrize("key", list(RUNS))
-@pytest.mark.parametrize("name", list(ANALYSES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "shifted-interpolation-sampled" else n
+                                  for n in ANALYSES])  # (its sampled bound takes seconds)
 def test_curve_is_evaluate_at_every_step_count(key, name):
     run = RUNS[key]
     steps = np.array([1, 7, run.steps_per_epoch, 3 * run.steps_per_epoch, 40 * run.steps_per_epoch])
@@ -55,6 +56,7 @@ def test_curve_is_evaluate_at_every_step_count(key, name):
     assert (c.epsilon[~computed] >= ref[~computed]).all()
 
 
+@pytest.mark.slow
 def test_pld_curve_points_between_computed_ones_are_upper_bounds():
     run = RUNS["poisson-plain"]
     pld = get_analysis("composition-pld")
@@ -193,6 +195,7 @@ def test_cli_plan_json_is_the_api(capsys, cyclic_plan):
     assert data["analyses"]["altschuler-talwar"]["applies"] is False
 
 
+@pytest.mark.slow
 def test_cli_plan_table_and_plot(capsys, tmp_path, cyclic_plan):
     from noisysgd.figures import plan_figure_data
 
@@ -223,6 +226,7 @@ def test_cli_plan_bad_input_is_one_line_and_status_2(capsys, extra, message):
     assert message in err and "\n" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::noisysgd.OrderGridWarning")
 @settings(max_examples=20, deadline=None)
 @given(n=st.integers(20, 5000), b_frac=st.floats(0.01, 0.5), epochs=st.integers(1, 50),

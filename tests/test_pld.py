@@ -36,7 +36,8 @@ def _same_pmf(a, b, rtol):
 
 @pytest.mark.parametrize("replace_one", [False, True])
 @pytest.mark.parametrize("q", [1.0, 0.5, 0.02, 0.0043, 1e-4])
-@pytest.mark.parametrize("sigma", [0.6, 1.0, 4.0, 17.0])
+@pytest.mark.parametrize("sigma", [pytest.param(0.6, marks=pytest.mark.slow),  # small σ: wide PLDs, seconds each
+                                   pytest.param(1.0, marks=pytest.mark.slow), 4.0, 17.0])
 def test_the_pmf_is_dp_accounting_s(q, sigma, replace_one):
     interval = 3e-4
     ours, theirs = sampled_gaussian_pld(sigma, 1.0, q, interval, replace_one), _theirs(sigma, q, interval,
@@ -50,6 +51,7 @@ def test_the_pmf_is_dp_accounting_s(q, sigma, replace_one):
         _same_pmf(a, b, rtol=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(q=st.floats(1e-4, 1.0), sigma=st.floats(0.5, 30.0), replace_one=st.booleans(),
        steps=st.integers(1, 2000), delta=st.sampled_from([1e-3, 1e-5, 1e-8]))

@@ -427,7 +427,7 @@ def test_the_composed_calibration_placed_on_the_coarse_grid_is_the_smallest_nois
     assert epsilon_with_gaussian_query(run.replace(noise_multiplier=z / (1 + tol)), 1e-5, mu_q) > total
 
 
-@pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
+@pytest.mark.parametrize("adjacency", ["replace", pytest.param("add-remove", marks=pytest.mark.slow)])
 def test_the_total_calibrated_directly_is_the_smallest_noise_to_the_tolerance(adjacency):
     """Issue 28 §4: calibrate_with_query calibrates the PLD composed with the query to the total
     directly (no basic-composition share first): its noise meets the total as the certificate

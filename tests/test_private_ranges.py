@@ -161,6 +161,7 @@ def test_a_query_swamped_by_its_noise_says_so():
     assert details["uninformative_features"] == 0
 
 
+@pytest.mark.slow
 def test_the_issue_27_table_is_never_a_silent_majority_model():
     """Issue 27's 8,000-row table (two columns in the thousands, one 0/1, ~5 % positives, the label
     set by the first): the raw rows clipped to norm 1 keep only the columns' ratio, and even

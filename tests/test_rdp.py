@@ -53,15 +53,15 @@ MP_POINTS = [
     (1.5, 0.01, 10.0),
     (4.5, 0.01, 0.55),
     (1.5, 0.5, 1.0),
-    (1.01, 0.1, 0.1),
+    pytest.param(1.01, 0.1, 0.1, marks=pytest.mark.slow),
     (1.01, 1e-8, 0.1),
     (4.5, 0.5, 1e4),
     (64.5, 0.5, 1e4),
     (10, 1e-8, 1e4),
-    (10000, 1e-8, 1e4),
-    (10000, 0.5, 0.1),
-    (1000.5, 0.1, 0.1),
-    (300.25, 0.001, 3.0),
+    pytest.param(10000, 1e-8, 1e4, marks=pytest.mark.slow),  # (mpmath: a second each)
+    pytest.param(10000, 0.5, 0.1, marks=pytest.mark.slow),
+    pytest.param(1000.5, 0.1, 0.1, marks=pytest.mark.slow),
+    pytest.param(300.25, 0.001, 3.0, marks=pytest.mark.slow),
     (7.25, 0.999, 0.7),
     (2.5, 1e-5, 0.3),
     (256, 0.001, 100.0),
@@ -99,6 +99,7 @@ def test_fractional_orders_match_opacus(q, sigma):
     np.testing.assert_allclose(ours[ok], ref[ok], rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_chord_fallback_is_conservative_and_warns():
     # q = 0.5, σ = 1e4: the alternating series decays like k^(−α−2); at α = 1.5
     # it would need ~10^6 terms, so the convexity (chord) bound is returned.
@@ -133,6 +134,7 @@ q_st = st.floats(min_value=1e-6, max_value=1.0, allow_nan=False)
 sigma_st = st.floats(min_value=0.3, max_value=50.0, allow_nan=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(a1=orders_st, a2=orders_st, q1=q_st, q2=q_st, s1=sigma_st, s2=sigma_st)
 def test_monotone_in_order_q_and_sigma(a1, a2, q1, q2, s1, s2):

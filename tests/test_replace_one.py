@@ -54,7 +54,7 @@ GRID = [(0.01, 2.0), (0.1, 1.0), (0.5, 0.7)]
 ORDERS = [1.01, 2.0, 3.7, 8.0, 40.0]
 
 
-@pytest.mark.parametrize("q,z", GRID)
+@pytest.mark.parametrize("q,z", [p if p == GRID[0] else pytest.param(*p, marks=pytest.mark.slow) for p in GRID])
 def test_rdp_is_a_tight_upper_bound_of_the_mpmath_value(q, z):
     ours = replace_one_sampled_gaussian_rdp(ORDERS, q, z)
     for alpha, value in zip(ORDERS, ours):
@@ -85,7 +85,7 @@ def test_bad_input_names_the_argument(bad, arg):
         replace_one_sampled_gaussian_rdp(**kw)
 
 
-@pytest.mark.parametrize("alpha", [2.0, 8.0])
+@pytest.mark.parametrize("alpha", [2.0, pytest.param(8.0, marks=pytest.mark.slow)])
 def test_antipodal_pair_dominates_collinear_pairs(alpha):
     """The worst pair among contributions a, b in [−L, L] (one dimension) is (L, −L):
     checked at a few (a, b) by mpmath (a numerical check of the cited dominance, not a proof)."""
@@ -110,6 +110,7 @@ def _dpa_pld(q, z, steps, delta, relation):
     return acc.get_epsilon(delta)
 
 
+@pytest.mark.slow
 def test_issue_numbers():
     """Issue 17 §2: q = 0.01, z = 2, 10,000 steps, δ = 1e-5: the 2L pair gives 6.19,
     the tight replace-one pair 4.40 (both by dp_accounting's PLD)."""
@@ -126,6 +127,7 @@ def test_issue_numbers():
     assert rdp < 1.1 * pld  # RDP's usual 5–15% over PLD, not the 2L pair's 50%
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(q=st.sampled_from([0.001, 0.004, 0.01, 0.05, 0.2]), z=st.floats(1.0, 8.0),
        steps=st.integers(1, 300), delta=st.sampled_from([1e-3, 1e-5, 1e-8]))
@@ -144,6 +146,7 @@ def test_tight_below_old_and_rdp_above_pld(q, z, steps, delta):
     assert rdp >= pld - 1e-3 * max(1.0, pld)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batching=st.sampled_from(["poisson", "sample", "shuffle", "cyclic", "full"]),
        adjacency=st.sampled_from(["replace", "add-remove"]),
@@ -168,6 +171,7 @@ def test_best_is_at_most_composition_pld(batching, adjacency, z, steps, delta, s
     assert math.isfinite(report.epsilon)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(q=st.floats(1e-3, 0.3), z=st.floats(0.6, 20.0))
 def test_chord_between_computed_orders_bounds_every_order(q, z):

@@ -160,7 +160,7 @@ def seen(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("center", [None, "private"])
+@pytest.mark.parametrize("center", [None, pytest.param("private", marks=pytest.mark.slow)])
 def test_a_fit_trains_on_the_caller_s_rows(center, seen):
     """The estimator hands the trainer the caller's array (centered or not, described): the rows the
     step loop reads are X itself, not a copy."""
@@ -176,7 +176,7 @@ def test_a_fit_trains_on_the_caller_s_rows(center, seen):
     assert (seen[0].m is not None) == (center == "private") == (clf.center_ is not None)
 
 
-@pytest.mark.parametrize("center", [None, "private"])
+@pytest.mark.parametrize("center", [None, pytest.param("private", marks=pytest.mark.slow)])
 def test_float32_features_are_read_as_they_are(center, seen):
     """float32 features are not converted to a float64 copy: the trainer reads the caller's float32
     array (a batch at a time, each cast to float64, which is exact), so the model is the one of the

@@ -440,6 +440,7 @@ def test_cli_writes_all_outputs(cancer, tmp_path):
     assert metrics["runs_drawn"] == cert["runs_drawn"] and model["classes"] == [0, 1]
 
 
+@pytest.mark.slow
 def test_cli_candidates_are_configured_as_the_estimators_tuner_configures_them(cancer, tmp_path):
     """noisysgd tune without schedule flags plans every candidate as NoisySGDClassifierCV with the
     default NoisySGDClassifier does (the regime search, the clip of clip_norm="auto"): the same runs."""
@@ -472,6 +473,7 @@ def test_cli_bad_grid_is_one_value_error(tmp_path):
                                                                     "alpha": [0.01]}
 
 
+@pytest.mark.slow
 def test_auto_parameters_of_candidates_are_the_estimators_choice():
     """A base estimator left at its "auto" defaults: every candidate's run uses the configuration
     NoisySGDClassifier(epsilon=target) chooses for the training part's size (public quantities only),

@@ -270,6 +270,7 @@ def test_shuffle_never_exceeds_fixed_order_worst_position(d, epochs):
     assert shuffle <= cyclic * (1 + 1e-12)
 
 
+@pytest.mark.slow
 @settings_
 @given(params, st.integers(1, 40), st.sampled_from(["shuffle", "cyclic", "sample"]), st.floats(1.0, 3.0))
 def test_larger_strong_convexity_never_increases_the_bound(d, epochs, batching, factor):
@@ -432,6 +433,7 @@ def test_recursion_cut_short_bounds_the_rest_in_closed_form(monkeypatch):
     np.testing.assert_allclose(got[2, :2], far, rtol=1e-8)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(1, 4000), min_size=1, max_size=6), st.lists(st.integers(1, 10**7), min_size=1, max_size=6),
        st.floats(0.005, 0.3), st.floats(0.001, 0.1))
