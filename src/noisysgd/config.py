@@ -562,25 +562,36 @@ def _search_grid(ctx: _Search, keys: list, groups: list, prune: bool) -> tuple[l
 
 def _composition_floor(ctx: _Search, b: int, epochs: int, alphas) -> Callable[[float], float]:
     """z ↦ a lower bound on the proxy of every row of the composition group (b, epochs) over
-    ``alphas``, increasing in z, in closed form: whatever step η the row ranks at, its proxy is the
-    smallest of the bounds that hold there plus λB²/2 (:func:`proxy_terms`), and each bound is at
-    least its minimum over η — B·G/√T for the convex one (AM–GM), B·√(V/T) for the smooth one
-    (1/(1 − η(M+λ)) ≥ 1, then AM–GM), and (M+λ)/2·min(B²/4, V/(Tλ²)) for the strongly convex one
-    (with x = ηλ and u = (1 − x)^T: x ≤ 1/T gives u ≥ (1 − 1/T)^T ≥ 1/4, x > 1/T gives
-    uB² + (x/λ²)V(1 − u) ≥ min(B², V/(Tλ²)); T ≥ 2).  V and G² grow with z, so does the bound."""
+    ``alphas``, increasing in z.  A row ranks at a step η* in [base/STEP_RANGE, base·STEP_RANGE]
+    (base = 1/(2M), :func:`_composition_row`), and its proxy is the smallest of the bounds that hold
+    there plus λB²/2 (:func:`proxy_terms`); so it is at least the smallest, over that interval, of
+    each bound — the convex one B²/(2ηT) + ηG²/2 and the smooth one B²/(2ηT) + ηV/(2(1 − ηK))
+    (K = M + λ, η < 1/K) are convex in η, so their minimum over the interval is at their stationary
+    point clamped into it (B/(G√T) and B/(√(VT) + BK)) — and the strongly convex one is at least
+    K/2·min(B²/4, V/(Tλ²)) (with x = ηλ and u = (1 − x)^T: x ≤ 1/T gives u ≥ (1 − 1/T)^T ≥ 1/4,
+    x > 1/T gives uB² + (x/λ²)V(1 − u) ≥ min(B², V/(Tλ²)); T ≥ 2).  For a fixed η each bound grows
+    with V and G², which grow with z; so does their minimum over a fixed interval."""
     n, p, L, B = ctx.n, ctx.p, ctx.L, ctx.B
     steps = Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching="poisson", learning_rate=1.0,
                             noise_multiplier=1.0, lipschitz=L, adjacency=ctx.adjacency).steps
+    T = float(steps)
 
     def floor(z: float) -> float:
         V = _variance(n=n, p=p, b=b, z=z, L=L)
         out = math.inf
         for lam in alphas:
-            M = ctx.M0 * ctx.curvature + lam  # (proxy_terms' M; its bounds use M + λ)
-            G = math.sqrt((L + lam * B) ** 2 + p * (z * L / b) ** 2)
-            bounds = [B * G / math.sqrt(steps), B * math.sqrt(V / steps)]
+            M = ctx.M0 * ctx.curvature + lam  # (proxy_terms' M; its bounds use K = M + λ)
+            K = M + lam
+            lo, hi = 0.5 / M / STEP_RANGE, 0.5 / M * STEP_RANGE
+            G2 = (L + lam * B) ** 2 + p * (z * L / b) ** 2
+            eta = min(max(B / math.sqrt(G2 * T), lo), hi)
+            bounds = [B * B / (2.0 * eta * T) + 0.5 * eta * G2]
+            if lo * K < 1.0:
+                top = min(hi, (1.0 - 1e-12) / K)
+                eta = min(max(B / (math.sqrt(V * T) + B * K), lo), top)
+                bounds.append(B * B / (2.0 * eta * T) + eta * V / (2.0 * (1.0 - eta * K)))
             if lam > 0 and steps >= 2:
-                bounds.append(0.5 * (M + lam) * min(B * B / 4.0, V / (steps * lam * lam)))
+                bounds.append(0.5 * K * min(B * B / 4.0, V / (T * lam * lam)))
             out = min(out, min(bounds) + 0.5 * lam * B * B)
         return out
 
