@@ -7,7 +7,8 @@ undeclared text column is refused with a hint to declare it.  The model file
 records the encoding and ``noisysgd predict`` applies it.  In scikit-learn, a
 ``OneHotEncoder`` with declared categories (in a ``ColumnTransformer``) before
 a noisysgd estimator learns nothing from the data either, so it raises no
-``PrivacyLeakWarning``; one that infers its categories does.
+``PrivacyLeakWarning``; one that infers its categories does.  The estimators take
+the same declaration (``categorical=``, issue 43 §5): the CLI's encoding and errors.
 """
 
 from __future__ import annotations
@@ -200,3 +201,120 @@ def test_a_declared_one_hot_encoder_in_a_pipeline_is_not_a_leak():
         ct = ColumnTransformer([("cat", inferred, [1])], remainder="passthrough")
         with pytest.warns(PrivacyLeakWarning, match="fitted in a Pipeline after 'columntransformer'"):
             make_pipeline(ct, noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0)).fit(X, y)
+
+
+# The estimators take the same declarations (categorical=): the CLI's encoding, the CLI's errors.
+
+def _frame(n=600, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(0.2, 1.0, n)
+    smoker = rng.choice(CATS["smoker"], n)
+    region = rng.choice(CATS["region"], n)
+    y = ((smoker == "Yes") | ((age > 0.7) & (region == "east"))).astype(int)
+    return pd.DataFrame({"age": age, "smoker": smoker, "region": region}), y
+
+
+@pytest.mark.slow
+def test_the_estimator_encodes_as_the_cli_does(tmp_path, capsys):
+    """The same table, the same declarations, the same seed: the estimator's released coefficients
+    are the CLI's model.json coefficients, bit for bit (one encoding, one pipeline)."""
+    import pandas as pd
+
+    data = tmp_path / "t.csv"
+    _table(data)
+    out = tmp_path / "m"
+    assert cli_main(["train", str(data), "--target", "y", "--out", str(out), "--classes", "0,1", "--seed", "0",
+                     "--epsilon", "3", "--quiet", "--categorical", "smoker=No,Yes",
+                     "--categorical", "region=north,south,east,west"]) == 0
+    capsys.readouterr()
+    doc = json.loads((out / "model.json").read_text())
+    frame = pd.read_csv(data)
+    clf = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0, categorical=CATS)
+    clf.fit(frame.drop(columns="y"), frame["y"])
+    np.testing.assert_array_equal(clf.fit_.result.coef, np.asarray(doc["coef"]))
+    assert list(clf.encoded_feature_names_) == doc["feature_names"] and clf.coef_.shape == (1, 7)
+    assert list(clf.feature_names_in_) == ["age", "smoker", "region"] and clf.n_features_in_ == 3
+    cert = json.loads((out / "certificate.json").read_text())
+    assert clf.privacy_report_["encoding"]["categorical"] == cert["encoding"]["categorical"] == CATS
+    assert "no privacy cost" in clf.privacy_report_["encoding"]["privacy"]
+    json.dumps(clf.privacy_report_)
+    # predict encodes new rows as fit did; a category outside the declaration is refused there too
+    held = load_table(data, target="y", categorical=CATS)
+    np.testing.assert_array_equal(clf.predict(frame.drop(columns="y")), noisysgd.load_model(out).predict(held.X))
+    odd = frame.drop(columns="y").head(5).assign(region=["north", "mars", "east", "west", "south"])
+    with pytest.raises(ValueError, match=r"categorical column 'region'. Found 'mars' in row 1 of X"):
+        clf.predict(odd)
+
+
+@pytest.mark.slow
+def test_positions_name_the_columns_of_an_array_and_give_the_same_model():
+    frame, y = _frame()
+    by_name = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0, categorical=CATS).fit(frame, y)
+    by_position = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0,
+                                              categorical={1: CATS["smoker"], 2: CATS["region"]})
+    by_position.fit(frame.to_numpy(), y)
+    np.testing.assert_array_equal(by_position.coef_, by_name.coef_)
+    assert list(by_position.encoded_feature_names_)[:3] == ["x0", "x1=No", "x1=Yes"]
+    # numeric codes declared as numbers match cells 0.0, 1.0, 2.0 (a number is a number)
+    codes = np.column_stack([frame["age"], [CATS["region"].index(r) for r in frame["region"]]]).astype(float)
+    clf = noisysgd.NoisySGDRegressor(epsilon=3.0, random_state=0, categorical={1: [0, 1, 2, 3]},
+                                     feature_range=([0.0, -5.0], [1.0, 5.0])).fit(codes, y)
+    assert clf.coef_.shape == (5,) and clf.privacy_report_["encoding"]["categorical"] == {"x1": [0, 1, 2, 3]}
+    low, high = clf.feature_map_.ranges  # a category's 0/1 column lies in [0, 1]: the -5, 5 given there is not used
+    np.testing.assert_array_equal(low, [0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(high, [1, 1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("estimator", [noisysgd.NoisySGDClassifier, noisysgd.NoisySGDRegressor])
+def test_an_undeclared_text_column_is_named_not_numpy_s_error(estimator):
+    """As noisysgd train: the column, the row, the cell and how to declare it; not 'could not convert
+    string to float'."""
+    frame, y = _frame(n=50)
+    with pytest.raises(ValueError) as caught:
+        estimator(epsilon=1.0).fit(frame, y)
+    assert str(caught.value) == (
+        f"X must hold finite numbers in every feature cell. Found {frame['smoker'][0]!r} (not a number) in row 0, "
+        "column 'smoker' of X; if it is a categorical column, declare its categories (categorical={'smoker': "
+        f"[...]}} in {estimator.__name__}).")
+    with pytest.raises(ValueError, match=r"Found '(north|south|east|west)' \(not a number\) in row 0, column 2 of "
+                                         r"X; .*categorical=\{2: \[...\]\}"):
+        estimator(epsilon=1.0, categorical={1: CATS["smoker"]}).fit(frame.to_numpy(), y)
+
+
+@pytest.mark.parametrize("categorical,message", [
+    ({"smoker": ["No"], "region": CATS["region"]},
+     r"X must hold a declared category in every cell of the categorical column 'smoker'. Found 'Yes' in row \d+ "
+     r"of X; the declared categories are 'No'\."),
+    ({"nope": ["a"]}, r"The 'categorical' parameter of NoisySGDClassifier must be .*'nope' is not a column of X "
+                      r"\(its columns: 'age', 'smoker', 'region'\)"),
+    ({7: ["a"]}, r"7 is not one of X's 3 columns"),
+    ({1: ["No", "Yes"], "smoker": ["No", "Yes"]}, r"each column once; column 'smoker' is given twice"),
+    ({"smoker": ["No", "No"]}, r"categorical\['smoker'\] must list distinct, non-empty categories"),
+    ({"smoker": "No,Yes"}, r"categorical\['smoker'\] must be a list of categories"),
+    (["smoker"], r"The 'categorical' parameter of NoisySGDClassifier must be a dict"),
+])
+def test_bad_declarations_and_cells_are_refused_by_the_estimator(categorical, message):
+    frame, y = _frame(n=80)
+    with pytest.raises(ValueError, match=message):
+        noisysgd.NoisySGDClassifier(epsilon=1.0, classes=[0, 1], categorical=categorical).fit(frame, y)
+
+
+def test_names_need_a_dataframe():
+    frame, y = _frame(n=40)
+    with pytest.raises(ValueError, match=r"X has no column names, so 'smoker' must be given by its position"):
+        noisysgd.NoisySGDClassifier(epsilon=1.0, categorical={"smoker": ["No", "Yes"]}).fit(frame.to_numpy(), y)
+
+
+def test_the_tuner_refuses_a_base_estimator_with_categorical():
+    """NoisySGDClassifierCV trains its candidates on the rows as given: a base estimator's categorical= would be
+    ignored silently, so it is refused (the message names the parameter and the remedy)."""
+    import noisysgd
+
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    base = noisysgd.NoisySGDClassifier(classes=[0, 1], categorical={2: [0, 1]})
+    cv = noisysgd.NoisySGDClassifierCV({"alpha": [0.01, 0.1]}, estimator=base, epsilon=2.0, random_state=0)
+    with pytest.raises(ValueError, match=r"estimator\.categorical must be None for tuning .*OneHotEncoder"):
+        cv.fit(X, y)

@@ -494,3 +494,43 @@ def test_raw_columns_in_mixed_units_are_never_silent():
         NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(frame.data, frame.target)
     assert not [w for w in caught if "feature names" in str(w.message)]
     assert norm_lines(*load_digits(return_X_y=True)) == []
+
+
+def _mixed_units(n=1500, seed=0, positive=False):
+    """A DataFrame whose column 'income' is on a scale a thousand times the others', and a text column."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)) + (3.0 if positive else 0.0)
+    X[:, 1] *= 1000.0
+    frame = pd.DataFrame(X, columns=["age", "income", "rooms", "floor"])
+    frame["region"] = rng.choice(["north", "south"], n)
+    y = (X[:, 0] + X[:, 2] - (6.0 if positive else 0.0) > 0).astype(int)
+    return frame, y
+
+
+@pytest.mark.parametrize("positive,line", [(False, "training rows' squared norm"), (True, "private mean's squared norm")])
+def test_warnings_name_the_columns_a_column_transformer_outputs(positive, line):
+    """Issue 43 §5: fitted as the last step of a Pipeline after a ColumnTransformer, the estimator sees
+    an array without names; the warnings name its columns by the steps' get_feature_names_out (the
+    rows' norm line and the private mean's), and by position where a step cannot name them."""
+    import warnings
+
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    frame, y = _mixed_units(positive=positive)
+    encode = ColumnTransformer([("cat", OneHotEncoder(categories=[["north", "south"]], sparse_output=False),
+                                 ["region"])], remainder="passthrough")
+
+    def norm_lines(*steps):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            make_pipeline(*steps, NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0)).fit(frame, y)
+        return [str(w.message) for w in caught if line in str(w.message)]
+
+    named = norm_lines(encode)
+    assert len(named) == 1 and "feature column 3 ('remainder__income')" in named[0], named
+    plain = norm_lines(encode, FunctionTransformer())  # (no get_feature_names_out: the position alone)
+    assert len(plain) == 1 and "feature column 3 carries" in plain[0], plain

@@ -26,7 +26,8 @@ private estimator — see :data:`EXPECTED_FAILED_CHECKS`.
 
 Preprocessing is either fixed before looking at the data (``feature_clip``;
 ``target_bound`` for regression; ``feature_range``, public bounds of the
-features) or a differentially private query whose cost the certificate
+features; ``categorical``, declared categories one-hot encoded as ``noisysgd
+train --categorical`` does) or a differentially private query whose cost the certificate
 includes (``feature_range="private"``; ``center="private"``, the
 classifier's default when ``epsilon`` is given: the rows minus a private
 mean).  Features are clipped to norm ``feature_clip`` (in training and
@@ -55,14 +56,14 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .accountant import composed_epsilon, epsilon as epsilon_report
 from .config import CompositionFallbackWarning
 from .pipeline import Declared, auto_intercept_scaling, classification_loss, fit_declared
 from .planning import BASELINES
 from .preprocessing import check_feature_range, recorded_query
-from .scalers import warn_about_private_preprocessing
+from .scalers import fit_rows, predict_rows, warn_about_private_preprocessing
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import ClassWeighted, Huber, Squared, encode_labels
@@ -128,20 +129,29 @@ class _NoisySGDBase(BaseEstimator):
             return auto_intercept_scaling(check_real(self, "feature_clip", self.feature_clip))
         return check_real(self, "intercept_scaling", value, auto_only=self._INTERCEPT_AUTO)
 
+    def _validated(self, X, y, **kw):
+        """``X`` and ``y`` checked (``validate_data``), X one-hot encoded as ``categorical`` declares
+        (:func:`noisysgd.scalers.fit_rows`: the encoding of ``noisysgd train --categorical``)."""
+        X, y, self._encoding, self._names = fit_rows(self, X, y, dtype=_FLOATS, **kw)
+        if self._encoding is not None:
+            self.encoded_feature_names_ = np.asarray(self._encoding.names, dtype=object)
+        elif hasattr(self, "encoded_feature_names_"):  # (a refit without categorical)
+            del self.encoded_feature_names_
+        return X, y
+
     def _fit(self, X, y, loss, *, target_bound=None):
         """The private pipeline (:func:`noisysgd.pipeline.fit_declared`) on this estimator's
         parameters, translated into a :class:`~noisysgd.pipeline.Declared`; sets the fitted
         attributes and returns the released coefficients."""
         p = self._common()
         warn_about_private_preprocessing(self)
-        declared = self._declared(p, X.shape[1], target_bound)
+        declared = self._declared(p, target_bound)
         out = fit_declared(
             X, y, loss, declared,
             Execution(random_state=self.random_state, dtype=np.dtype(p["dtype"]), secure_mode=self.secure_mode,
                       checkpoint=self.checkpoint, checkpoint_every=p["checkpoint_every"],
                       resume=self.checkpoint is not None, keep_checkpoint=False),
-            names=getattr(self, "feature_names_in_", None),
-            recorded=recorded_query(self.checkpoint))  # a resumed fit reuses the queries' answers
+            names=self._names, recorded=recorded_query(self.checkpoint))  # a resumed fit reuses the queries' answers
         for w in out.deferred:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         fit = out.fit
@@ -149,6 +159,8 @@ class _NoisySGDBase(BaseEstimator):
         self.noise_multiplier_ = fit.noise_multiplier
         self.epsilon_, self.delta_ = fit.total  # the model and the queries (composed by fit_private's certify)
         self.privacy_report_ = fit.certificate
+        if self._encoding is not None:  # declared, so free: the certificate says what was encoded
+            self.privacy_report_["encoding"] = self._encoding.record()
         self.run_ = fit.run
         self.n_iter_ = out.schedule.epochs
         fmap = out.feature_map
@@ -164,7 +176,7 @@ class _NoisySGDBase(BaseEstimator):
                                       loss, target_bound, out.query)
         return fit.result.coef
 
-    def _declared(self, p: dict, d: int, target_bound) -> Declared:
+    def _declared(self, p: dict, target_bound) -> Declared:
         """The parameters checked (``p``: :func:`noisysgd.params.check_common`) as the pipeline's
         :class:`~noisysgd.pipeline.Declared`: ``feature_range`` and ``center`` checked here, where
         the messages can name them."""
@@ -179,7 +191,9 @@ class _NoisySGDBase(BaseEstimator):
                                   "share of epsilon, so it needs epsilon)")
             frange = requested
         else:
-            frange = check_feature_range(self, requested, d)
+            frange = check_feature_range(self, requested, self.n_features_in_)  # (the columns as given)
+            if self._encoding is not None:
+                frange = self._encoding.ranges(frange)  # a category's 0/1 column in [0, 1]
         return Declared(
             task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
             epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"], epochs=p["epochs"],
@@ -312,7 +326,7 @@ class _NoisySGDBase(BaseEstimator):
     def _scores(self, X, validated=False):
         """Scores of the rows as trained on (scaled, centered, clipped), a block at a time."""
         check_is_fitted(self, "coef_")
-        X = X if validated else validate_data(self, X, reset=False, dtype=_FLOATS)  # (fit's own rows: validated)
+        X = X if validated else predict_rows(self, X, getattr(self, "_encoding", None), dtype=_FLOATS)
         step = _score_rows(X.shape[1])
         return np.concatenate([self._block_scores(X[i:i + step]) for i in range(0, X.shape[0], step)])
 
@@ -442,7 +456,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         Epochs between checkpoints (None: every epoch).
     feature_range : None, pair (low, high) or "private", default=None
         Public bounds of the features (numbers, or arrays of length
-        n_features), declared from knowledge of the data's domain, never
+        n_features_in_), declared from knowledge of the data's domain, never
         computed from the data: each feature is clipped to [low, high],
         mapped to [-1, 1] and scaled so that a row halfway across its ranges has norm
         ``feature_clip`` (:func:`noisysgd.preprocessing.scale_to_ball`; no privacy cost),
@@ -488,6 +502,21 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         than with no query).  Measured (docs/accuracy.md): digits at ε = 1,
         0.681 → 0.806.  Needs ``epsilon``.
 
+    categorical : dict or None, default=None
+        Categorical columns and their categories, declared publicly (as
+        ``noisysgd train --categorical``): ``{column: [category, ...]}``, each
+        column a DataFrame column's name or a position (``{"color": ["red",
+        "green"], 3: [0, 1, 2]}``; a cell matches a category as text stripped
+        of blanks, or as a number: 1 and 1.0 are one category).  Each becomes one
+        0/1 column per declared category, in the declared order, named
+        ``column=category`` (``encoded_feature_names_``; the columns of
+        ``coef_``), in fit and predict — the CLI's encoding
+        (:func:`noisysgd.io.one_hot`): nothing is read off the data, so it
+        costs no privacy, and ``privacy_report_["encoding"]`` records it.  A
+        cell outside its column's categories is refused, naming the column,
+        row and cell; so is a column of text not declared (with how to
+        declare it).  With ``feature_range``, a category's 0/1 column lies in
+        [0, 1] (the bounds given at a categorical column are not used).
     classes : list or None, default=None
         The labels, declared publicly before the data is seen (like
         diffprivlib's ``classes``): the model's outputs are these whatever
@@ -525,6 +554,9 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
     n_iter_ : int
         Epochs run.
     n_features_in_ : int
+        The columns of X as given (before ``categorical``'s encoding).
+    encoded_feature_names_ : ndarray of str
+        Only with ``categorical``: the columns trained on (those of ``coef_``).
 
     Examples
     --------
@@ -548,7 +580,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
                  checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",
-                 center=CLASSIFIER_CENTER, classes=None, public_n=None, average="auto", class_weight=None):
+                 center=CLASSIFIER_CENTER, classes=None, public_n=None, average="auto", class_weight=None,
+                 categorical=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -576,12 +609,13 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.public_n = public_n
         self.average = average
         self.class_weight = class_weight
+        self.categorical = categorical
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
         self._common()
         check_choice(self, "multi_class", self.multi_class, ("softmax", "ovr"))
-        X, y = validate_data(self, X, y, dtype=_FLOATS, ensure_min_samples=1)
+        X, y = self._validated(X, y, ensure_min_samples=1)
         check_classification_targets(y)
         classes, encoded, source = encode_labels(y, self.classes)
         loss = self._class_weighted(classification_loss(classes.size, self.multi_class), classes.tolist())
@@ -627,7 +661,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                                  clip=self._feature_clip, advice="Rescale columns on large scales (public bounds: "
                                  "feature_range=(low, high) arrays, or feature_range='private'), one-hot encode codes, "
                                  "weigh the rare class (class_weight), lower alpha, or raise epsilon",
-                                 names=getattr(self, "feature_names_in_", None)):
+                                 names=self._names):
             warnings.warn(line, UserWarning, stacklevel=3)
 
     def decision_function(self, X):
@@ -700,7 +734,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
                  diameter=None, loss="huber", huber_delta=1.0, target_bound=None, analysis="best",
                  adjacency="replace", initialization="fixed", dtype="float64", random_state=None,
                  secure_mode=False, checkpoint=None, checkpoint_every=None, feature_range=None,
-                 intercept_scaling=1.0, center=None, public_n=None, average=False):
+                 intercept_scaling=1.0, center=None, public_n=None, average=False, categorical=None):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -728,6 +762,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
         self.center = center
         self.public_n = public_n
         self.average = average
+        self.categorical = categorical
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -735,7 +770,7 @@ class NoisySGDRegressor(RegressorMixin, _NoisySGDBase):
         check_choice(self, "loss", self.loss, ("huber", "squared"))
         kappa = check_real(self, "huber_delta", self.huber_delta)
         bound = check_real(self, "target_bound", self.target_bound, optional=True)
-        X, y = validate_data(self, X, y, dtype=_FLOATS, y_numeric=True, ensure_min_samples=1)
+        X, y = self._validated(X, y, y_numeric=True, ensure_min_samples=1)
         loss = Huber(kappa) if self.loss == "huber" else Squared()
         W = self._fit(X, y, loss, target_bound=bound)
         self.coef_ = W[:-1].copy()

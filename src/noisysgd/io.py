@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir", "check_output_file"]
+__all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir", "check_output_file",
+           "declared_categories", "category_key", "category_codes", "one_hot", "one_hot_names",
+           "indicator_columns", "encoding_record", "text_cell_error", "absent_value"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ def _collector_paused():
 
 
 def _check_categorical(categorical, target) -> dict:
-    """``categorical`` as {column: [category, ...]}, validated (names argument and value)."""
+    """``categorical`` as {column: [category, ...]}, validated (names argument and value); the
+    categories as text, since they are matched against the file's cells."""
     if categorical is None:
         return {}
     if not isinstance(categorical, dict):
@@ -117,11 +120,100 @@ def _check_categorical(categorical, target) -> dict:
                              "--classes / classes=).")
         if isinstance(cats, str) or not hasattr(cats, "__iter__"):
             raise ValueError(f"categorical[{column!r}] must be a list of categories. Found {cats!r}.")
-        cats = [str(c).strip() for c in cats]
-        if not cats or any(c == "" for c in cats) or len(set(cats)) != len(cats):
-            raise ValueError(f"categorical[{column!r}] must list distinct, non-empty categories. Found {cats!r}.")
-        out[column] = cats
+        out[column] = declared_categories([str(c) for c in cats], f"categorical[{column!r}]")
     return out
+
+
+def category_key(value):
+    """What a cell or a declared category is matched by: text stripped of blanks, a number as a
+    Python number (so 1, 1.0 and ``np.int64(1)`` are one category), anything else as it is."""
+    if isinstance(value, str):
+        return value.strip()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def declared_categories(cats, what: str) -> list:
+    """``cats`` (a column's declared categories) as a list of :func:`category_key` values:
+    distinct, none empty, missing or NaN; else a ValueError naming ``what``."""
+    if isinstance(cats, (str, bytes)) or not hasattr(cats, "__iter__"):
+        raise ValueError(f"{what} must be a list of categories. Found {cats!r}.")
+    keys = [category_key(c) for c in cats]
+    try:
+        distinct = len(set(keys)) == len(keys)
+    except TypeError:  # an unhashable category (a list, a dict)
+        distinct = False
+    if not keys or not distinct or any(absent_value(k) for k in keys):
+        raise ValueError(f"{what} must list distinct, non-empty categories. Found {keys!r}.")
+    return keys
+
+
+def absent_value(key) -> bool:
+    """Whether a :func:`category_key` is no value: None, empty text, NaN (or pandas' NA)."""
+    try:
+        return bool(key is None or (isinstance(key, str) and not key) or key != key)
+    except TypeError:  # (pandas' NA is neither true nor false)
+        return True
+
+
+def category_codes(cells, column: str, cats: list, where, subject: str = "data") -> np.ndarray:
+    """The index in ``cats`` (declared, :func:`declared_categories`) of each of ``cells`` (one
+    column's cells, matched by :func:`category_key`); a cell outside them is a ValueError naming
+    ``column``, the cell and ``where(i)`` (its row; ``subject``: what holds it)."""
+    index = {c: k for k, c in enumerate(cats)}
+    codes = np.empty(len(cells), dtype=np.int64)
+    for i, value in enumerate(cells):
+        try:
+            codes[i] = index[category_key(value)]
+        except (KeyError, TypeError):  # (TypeError: an unhashable cell)
+            shown = category_key(value)
+            shown = "(empty)" if absent_value(shown) and not isinstance(shown, float) else shown
+            raise ValueError(f"{subject} must hold a declared category in every cell of the categorical column "
+                             f"{column!r}. Found {shown!r} in {where(i)}; the declared categories are "
+                             f"{', '.join(map(repr, cats))}.") from None
+    return codes
+
+
+def one_hot_names(names, categorical: dict) -> list[str]:
+    """The columns ``names`` become: each categorical one, one ``column=category`` per declared category."""
+    return [out for name in names
+            for out in ([f"{name}={c}" for c in categorical[name]] if name in categorical else [name])]
+
+
+def indicator_columns(names, categorical: dict) -> np.ndarray:
+    """Which of :func:`one_hot_names`' columns are 0/1 indicators of a category (a boolean mask)."""
+    return np.array([name in categorical for name in names for _ in (categorical.get(name) or [None])], dtype=bool)
+
+
+def one_hot(X, names, categorical: dict) -> np.ndarray:
+    """``X`` (columns ``names``; each categorical one holding :func:`category_codes`) with each
+    categorical column replaced by one 0/1 column per declared category, in the declared order
+    (columns :func:`one_hot_names`).  Nothing is read off the data: the encoding is the declaration's."""
+    blocks = []
+    for j, name in enumerate(names):
+        if name in categorical:
+            codes = np.asarray(X[:, j]).astype(np.int64)
+            block = np.zeros((X.shape[0], len(categorical[name])))
+            block[np.arange(codes.size), codes] = 1.0
+            blocks.append(block)
+        else:
+            blocks.append(np.asarray(X[:, j:j + 1], dtype=float))
+    return np.hstack(blocks) if blocks else np.empty((X.shape[0], 0))
+
+
+def encoding_record(categorical: dict, input_columns) -> dict:
+    """The certificate's account of a declared one-hot encoding (JSON-ready)."""
+    return {"categorical": {str(k): list(v) for k, v in categorical.items()},
+            "input_columns": [str(c) for c in input_columns],
+            "privacy": ("declared publicly (categories given, not read off the data): one 0/1 column per "
+                        "declared category, a cell outside them refused; no privacy cost")}
+
+
+def text_cell_error(shown, kind: str, where: str, declare: str | None = None, subject: str = "data") -> ValueError:
+    """The error for a feature cell that is not a finite number (``kind``: "not a number" or "not
+    finite") in ``where``; ``declare``: how to declare the column categorical, said when it holds text."""
+    hint = f"; if it is a categorical column, declare its categories ({declare})" if declare else ""
+    return ValueError(f"{subject} must hold finite numbers in every feature cell. Found {shown!r} ({kind}) in "
+                      f"{where}{hint}.")
 
 
 def _encoded(table: Table, categorical: dict) -> Table:
@@ -132,30 +224,9 @@ def _encoded(table: Table, categorical: dict) -> Table:
     if missing:
         raise ValueError(f"categorical must name feature columns of {Path(table.path).name}. Found "
                          f"{', '.join(map(repr, missing))}, which it does not have.")
-    blocks, names = [], []
-    for j, name in enumerate(table.feature_names):
-        if name in categorical:
-            cats = categorical[name]
-            codes = table.X[:, j].astype(np.int64)
-            block = np.zeros((table.X.shape[0], len(cats)))
-            block[np.arange(codes.size), codes] = 1.0
-            blocks.append(block)
-            names += [f"{name}={c}" for c in cats]
-        else:
-            blocks.append(np.asarray(table.X[:, j:j + 1], dtype=float))
-            names.append(name)
-    return Table(np.hstack(blocks), table.y, names, table.target, table.path,
-                 {c: categorical[c] for c in table.feature_names if c in categorical}, list(table.feature_names))
-
-
-def _category_code(value: str, column: str, cats: list, where: str) -> int:
-    try:
-        return cats.index(value)
-    except ValueError:
-        shown = value or "(empty)"
-        raise ValueError(f"data must hold a declared category in every cell of the categorical column "
-                         f"{column!r}. Found {shown!r} in {where}; the declared categories are "
-                         f"{', '.join(map(repr, cats))}.") from None
+    used = {c: categorical[c] for c in table.feature_names if c in categorical}
+    return Table(one_hot(table.X, table.feature_names, used), table.y, one_hot_names(table.feature_names, used),
+                 table.target, table.path, used, list(table.feature_names))
 
 
 def _number(text: str) -> float | None:
@@ -272,22 +343,18 @@ def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
                 if value is None or not math.isfinite(value):
                     shown = row[i].strip() or "(empty)"
                     kind = "not a number" if value is None else "not finite"
-                    hint = (f"; if it is a categorical column, declare its categories (--categorical "
-                            f"'{header[i]}=a,b,...', or categorical= in load_table)" if value is None and shown
-                            != "(empty)" else "")
-                    raise ValueError(
-                        f"data must hold finite numbers in every feature cell. Found {shown!r} "
-                        f"({kind}) in row {r}, column {header[i]!r} of {p.name}{hint}."
-                    )
+                    declare = (f"--categorical '{header[i]}=a,b,...', or categorical= in load_table"
+                               if value is None and shown != "(empty)" else None)
+                    raise text_cell_error(shown, kind, f"row {r}, column {header[i]!r} of {p.name}", declare)
     if categorical:  # numbers and category codes, in the columns' order (one-hot encoded by _encoded)
         full = np.empty((len(body), len(names)))
         numeric = [k for k, h in enumerate(names) if h not in categorical]
         full[:, numeric] = X
         for k, h in enumerate(names):
             if h in categorical:
-                i, cats = header.index(h), categorical[h]
-                full[:, k] = [_category_code(row[i].strip(), h, cats, f"row {r} of {p.name}")
-                              for r, row in enumerate(body, start=2)]
+                i = header.index(h)
+                full[:, k] = category_codes([row[i] for row in body], h, categorical[h],
+                                            lambda r: f"row {r + 2} of {p.name}")
         X = full
     if target is None:
         return Table(X, None, names, "", str(p))
@@ -451,10 +518,9 @@ def _load_parquet(p: Path, target: str | None, features=None, categorical=None) 
             k = table.num_rows
             for j, name in enumerate(names):
                 if name in categorical:
-                    cats = categorical[name]
-                    X[row:row + k, j] = [_category_code("" if v is None else str(v).strip(), name, cats,
-                                                        f"row {row + i} of {p.name}")
-                                         for i, v in enumerate(table.column(name).to_pylist())]
+                    X[row:row + k, j] = category_codes(
+                        ["" if v is None else str(v) for v in table.column(name).to_pylist()], name,
+                        categorical[name], lambda i, row=row: f"row {row + i} of {p.name}")
                     continue
                 X[row:row + k, j] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
             block = X[row:row + k]

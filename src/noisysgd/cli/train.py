@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from ..io import check_output_dir, load_table
+from ..io import check_output_dir, encoding_record, load_table
 from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message,
                                  near_chance, near_chance_message)
 from ..pipeline import fit_declared
@@ -57,8 +57,15 @@ examples:
 
   # a long run that may be interrupted: checkpoint every 5 epochs; run the same command with
   # --resume after an interruption (the checkpoint is secret; it is deleted at the end)
-  noisysgd train data.csv --target label --epochs 500 --checkpoint run.ckpt --checkpoint-every 5 \
+  noisysgd train data.csv --target label --epochs 500 --checkpoint run.ckpt --checkpoint-every 5 \\
       --resume --out model/
+
+  # a text column one-hot encoded with its declared categories, and public bounds of each numeric column
+  noisysgd train data.csv --target label --categorical region=north,south,east,west \\
+      --feature-range age=0:120 --feature-range income=0:250000 --out model/
+
+  # bounds of each numeric column from a file (header name,low,high; a row per column)
+  noisysgd train data.csv --target label --feature-range-file bounds.csv --out model/
 
   # noise, batches and start from the operating system's CSPRNG (no --seed)
   noisysgd train data.csv --target label --secure-mode --out model/
@@ -107,10 +114,15 @@ def add_arguments(p) -> None:
                                       "certificate)",
                        batch_help="capped at n; ignored for full (default auto)",
                        lr_help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
-    p.add_argument("--feature-range", metavar="LOW,HIGH|private",
-                   help="scale every feature from [LOW, HIGH] (public bounds, no privacy cost), or 'private': "
-                        "ranges from a differentially private query spending 10%% of epsilon and delta (the "
-                        "certificate covers model and ranges); the ranges are saved with the model")
+    p.add_argument("--feature-range", action="append", metavar="LOW,HIGH|COL=LOW:HIGH|private",
+                   help="public bounds of the features (no privacy cost), the ranges saved with the model: LOW,HIGH "
+                        "for every column; or COL=LOW:HIGH, repeated, for each numeric column named as in the "
+                        "header (all of them: a column left out is refused; a --categorical column's 0/1 columns "
+                        "get [0, 1]); or 'private': ranges from a differentially private query spending 10%% of "
+                        "epsilon and delta (the certificate covers model and ranges)")
+    p.add_argument("--feature-range-file", metavar="CSV",
+                   help="the bounds of each column from a CSV file with the header name,low,high (a row per numeric "
+                        "column; as --feature-range COL=LOW:HIGH, with which it may be combined)")
     p.add_argument("--center", default="auto", choices=("auto", "private", "none"),
                    help="private: subtract a differentially private mean of the rows (clipped to R) and clip the "
                         "centered rows to an R_c estimated from it (the mean query gets 0.3 of the target's GDP mu "
@@ -315,6 +327,9 @@ def cmd_train(args) -> int:
 
     env = torchrun_env()
     if args.workers is not None or env is not None:
+        if args.feature_range_file is not None:
+            raise ValueError("--feature-range-file is not available for data-parallel training (--workers, "
+                             "torchrun) yet: scale the shards beforehand with bounds you know.")
         return cmd_train_distributed(args, env)
     out = check_output_dir(args.out)  # before reading or computing anything
     check_flags(args)
@@ -323,8 +338,9 @@ def cmd_train(args) -> int:
         warnings.simplefilter("always")
         loss, y, classes = task_loss(args, table.y)
     X = table.X
+    ranged = args.feature_range or args.feature_range_file  # (public bounds or the private query)
     copying = [flag for flag, value in (("--holdout", args.holdout if not X.flags.writeable else None),
-                                        ("--feature-range", args.feature_range)) if value is not None]
+                                        ("--feature-range", ranged or None)) if value is not None]
     if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES and copying:
         # (the engine itself reads the rows a batch at a time: noisysgd.train.rows)
         verb = "copies" if len(copying) == 1 else "copy"
@@ -335,10 +351,10 @@ def cmd_train(args) -> int:
     if args.holdout is not None:
         X, y, holdout = _take_holdout(X, y, *_split_holdout(args, X.shape[0]))
     epsilon = None if args.noise_multiplier is not None else (1.0 if args.epsilon is None else args.epsilon)
-    decl = declared(args, X.shape[1], epsilon)
+    decl = declared(args, X.shape[1], epsilon, table=table)
     learning_rate_flag(args.lr)
     # raw columns on large scales (statistics of the training rows, not private), said after training
-    dominant = dominant_columns(X[check_rows(X.shape[0])]) if args.feature_range is None else None
+    dominant = dominant_columns(X[check_rows(X.shape[0])]) if not ranged else None
     start = time.perf_counter()
     out_fit = fit_declared(X, y, loss, decl, Execution(
         random_state=args.seed, dtype=np.dtype(args.dtype), progress=_Progress(args.quiet),
@@ -376,6 +392,8 @@ def cmd_train(args) -> int:
                      "the training rows); the score is computed on them, so publishing it releases "
                      "information about those rows that the certificate does not cover"),
         }
+    if table.categorical:  # declared, so free: the certificate says what was encoded (as the estimators')
+        fit.certificate["encoding"] = encoding_record(table.categorical, table.input_columns)
     if out_fit.query is not None:  # the certificate covers the model and the queries (fit_private's certify)
         eps_total, delta_total = fit.total
         extra.update(epsilon=eps_total, delta=delta_total, epsilon_training=fit.epsilon)

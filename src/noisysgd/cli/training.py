@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ..io import check_output_file
+from ..io import check_output_file, indicator_columns
 from ..model import model_document
 from ..pipeline import Declared, auto_intercept_scaling, classification_loss
 from ..run import BATCHING_SCHEMES
@@ -123,11 +123,59 @@ int_or_auto = or_auto(int, "a whole number")
 float_or_auto = or_auto(float, "a number")
 
 
-def feature_range_flag(args, d: int, epsilon):
-    """--feature-range as the pipeline's declaration: None, "private" or public (low, high) arrays."""
-    if args.feature_range is None:
+def feature_range_flag(args, d: int, epsilon, table=None):
+    """--feature-range (repeatable) and --feature-range-file as the pipeline's declaration: None,
+    "private", or public (low, high) arrays over the ``d`` columns trained on — ``table``'s
+    (:class:`noisysgd.io.Table`; None: x0, x1, ...), where a category's 0/1 column lies in [0, 1]
+    (given, public).  ``LOW,HIGH`` and ``private`` cover every column and come alone; ``COL=LOW:HIGH``
+    (and each row of the file) bound one column, named as in the file's header, and every numeric
+    column must then be bounded: a column left out is refused, never left unscaled."""
+    values = args.feature_range
+    values = [v.strip() for v in ([values] if isinstance(values, str) else values or ())]
+    path = getattr(args, "feature_range_file", None)
+    if not values and path is None:
         return None
-    text = args.feature_range.strip()
+    names = list(table.feature_names) if table is not None else [f"x{j}" for j in range(d)]
+    categorical = (table.categorical if table is not None else None) or {}
+    inputs = list((table.input_columns if table is not None else None) or names)
+    whole = [v for v in values if "=" not in v]
+    if whole and (len(values) > 1 or path is not None):
+        raise ValueError("--feature-range LOW,HIGH and --feature-range private cover every column: give one of them "
+                         "alone, or COL=LOW:HIGH for every column (or --feature-range-file). Found "
+                         + " ".join(f"--feature-range {v}" for v in values)
+                         + (f" --feature-range-file {path}" if path is not None else "") + ".")
+    if whole:
+        return _whole_range(whole[0], d, epsilon, indicator_columns(inputs, categorical))
+    given = [("--feature-range", repr(text), *_column_bound(text)) for text in values]
+    if path is not None:
+        given += _bounds_file(path)
+    source = os.path.basename(table.path) if table is not None else "the data"
+    bounds = {}
+    for flag, shown, column, low, high in given:
+        if column in categorical:
+            raise ValueError(f"{flag} must not bound the categorical column {column!r}: its 0/1 columns lie in "
+                             f"[0, 1], given automatically. Found {shown}.")
+        if column not in inputs:
+            raise ValueError(f"{flag} must name feature columns of {source}. Found {column!r} ({shown}); the "
+                             "columns are " + ", ".join(map(repr, inputs[:20])) + (", ..." if len(inputs) > 20
+                                                                                   else "."))
+        if column in bounds:
+            raise ValueError(f"{flag} must bound each column once. Found {column!r} twice ({shown}).")
+        bounds[column] = (low, high)
+    missing = [c for c in inputs if c not in categorical and c not in bounds]
+    if missing:
+        flag = "--feature-range-file" if not values else "--feature-range"
+        raise ValueError(f"{flag} must bound every feature column once it bounds one (an unbounded column would "
+                         "be neither scaled nor declared). Found none for " + ", ".join(map(repr, missing[:20]))
+                         + (", ..." if len(missing) > 20 else "") + ": give COL=LOW:HIGH for each, or "
+                         "--feature-range LOW,HIGH for every column.")
+    low = [b for c in inputs for b in ([0.0] * len(categorical[c]) if c in categorical else [bounds[c][0]])]
+    high = [b for c in inputs for b in ([1.0] * len(categorical[c]) if c in categorical else [bounds[c][1]])]
+    return np.array(low), np.array(high)
+
+
+def _whole_range(text: str, d: int, epsilon, indicators):
+    """``--feature-range private`` or ``LOW,HIGH`` (every column; a category's 0/1 column in [0, 1])."""
     if text == "private":
         if epsilon is None:
             raise ValueError("--feature-range private spends a share of --epsilon; it cannot be combined with "
@@ -136,10 +184,65 @@ def feature_range_flag(args, d: int, epsilon):
     try:
         low, high = (float(v) for v in text.split(","))
     except ValueError:
-        raise ValueError(f"--feature-range must be LOW,HIGH (two numbers) or 'private'. Found {text!r}.") from None
+        raise ValueError(f"--feature-range must be LOW,HIGH (two numbers) or 'private'. Found {text!r} (or "
+                         "COL=LOW:HIGH, repeated, for bounds of each column).") from None
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise ValueError(f"--feature-range must have finite LOW < HIGH. Found {text!r}.")
-    return np.full(d, low), np.full(d, high)
+    indicators = indicators if indicators.size == d else np.zeros(d, dtype=bool)
+    return np.where(indicators, 0.0, low), np.where(indicators, 1.0, high)
+
+
+def _column_bound(text: str) -> tuple:
+    """``--feature-range COL=LOW:HIGH`` as (column, low, high), checked."""
+    column, _, bounds = text.rpartition("=")
+    low, sep, high = bounds.partition(":")
+    if not column.strip() or not sep:
+        raise ValueError(f"--feature-range must be COL=LOW:HIGH (a column and two numbers) to bound one column. "
+                         f"Found {text!r}.")
+    return (column.strip(), *_bound_pair(low, high, "--feature-range", repr(text)))
+
+
+def _bound_pair(low: str, high: str, flag: str, shown: str) -> tuple[float, float]:
+    """(low, high) read as finite numbers with low < high, else an error naming ``flag`` and ``shown``."""
+    try:
+        low, high = float(low), float(high)
+    except ValueError:
+        raise ValueError(f"{flag} must give two numbers LOW and HIGH. Found {shown}.") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"{flag} must have finite LOW < HIGH. Found {shown}.")
+    return low, high
+
+
+def _bounds_file(path) -> list[tuple]:
+    """--feature-range-file: a CSV file with a header naming the columns name, low and high, and one
+    row per feature column; (flag, where, column, low, high) for each row."""
+    import csv
+
+    name = os.path.basename(str(path))
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = [r for r in csv.reader(handle) if any(cell.strip() for cell in r)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"--feature-range-file must be a readable UTF-8 CSV file. Found {str(path)!r}: "
+                         f"{getattr(exc, 'strerror', None) or exc}.") from None
+    header = [h.strip().lower() for h in rows[0]] if rows else []
+    if not all(h in header for h in ("name", "low", "high")) or len(rows) < 2:
+        raise ValueError(f"--feature-range-file must be a CSV file with a header row name,low,high and a row per "
+                         f"feature column. Found {name} with {'the header ' + ','.join(rows[0]) if rows else 'nothing'}"
+                         f"{'' if len(rows) > 1 else ' and no rows'}.")
+    at = [header.index(h) for h in ("name", "low", "high")]
+    out = []
+    for r, row in enumerate(rows[1:], start=2):
+        where = f"row {r} of {name}"
+        if len(row) != len(header):
+            raise ValueError(f"--feature-range-file must have {len(header)} cells in every row. Found {len(row)} in "
+                             f"{where}.")
+        column, low, high = (row[i].strip() for i in at)
+        if not column:
+            raise ValueError(f"--feature-range-file must name a column in every row. Found an empty name in {where}.")
+        shown = f"{f'{column},{low},{high}'!r} in {where}"
+        out.append(("--feature-range-file", shown, column, *_bound_pair(low, high, "--feature-range-file", shown)))
+    return out
 
 
 def center_rule(args, epsilon) -> str | None:
@@ -154,10 +257,11 @@ def center_rule(args, epsilon) -> str | None:
     return None
 
 
-def declared(args, d: int, epsilon, *, queries: bool = True) -> Declared:
+def declared(args, d: int, epsilon, *, queries: bool = True, table=None) -> Declared:
     """``noisysgd train``'s flags as the pipeline's :class:`~noisysgd.pipeline.Declared` (checked
     here, where the messages name the flags); ``queries=False``: no private preprocessing (a
-    data-parallel rank, which holds its shard only)."""
+    data-parallel rank, which holds its shard only); ``table``: the data's columns, which
+    ``--feature-range COL=LOW:HIGH`` names (:func:`feature_range_flag`)."""
     check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
     p = flag_params(args, epsilon, args.delta)
     return Declared(
@@ -167,7 +271,7 @@ def declared(args, d: int, epsilon, *, queries: bool = True) -> Declared:
         intercept_auto=args.intercept_auto, clip_norm=args.clip_norm, diameter=args.diameter,
         target_bound=args.target_bound, adjacency=args.adjacency, public_n=args.public_n,
         analyses=args.analysis or "best", release=RELEASE[args.average], initialization=args.initialization,
-        feature_range=feature_range_flag(args, d, epsilon) if queries else None,
+        feature_range=feature_range_flag(args, d, epsilon, table) if queries else None,
         center=center_rule(args, epsilon) if queries else None)
 
 

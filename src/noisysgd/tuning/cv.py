@@ -386,10 +386,12 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "estimator.adjacency must be 'replace' for tuning (the split into training and validation "
                 f"parts has public, fixed sizes only then). Found {base_params.get('adjacency')!r}.")
-        for key in ("checkpoint", "checkpoint_every", "feature_range"):
+        for key in ("checkpoint", "checkpoint_every", "feature_range", "categorical"):
             if base_params.get(key) is not None:
-                hint = (" (scale with noisysgd.PublicRangeScaler in a Pipeline before the tuning instead)"
-                        if key == "feature_range" else "")
+                hint = {"feature_range": " (scale with noisysgd.PublicRangeScaler in a Pipeline before the tuning "
+                                         "instead)",
+                        "categorical": " (one-hot encode with the declared categories before the tuning, e.g. a "
+                                       "OneHotEncoder(categories=...) in a Pipeline)"}.get(key, "")
                 raise ValueError(f"estimator.{key} must be None for tuning{hint}. Found {base_params[key]!r}.")
         if base_params.get("center", None) not in (None, "auto"):
             raise ValueError(
