@@ -19,6 +19,23 @@ batch from the file and never forms X̄ whole), sampling its anonymous resident
 memory (``RssAnon``: what cannot be paged out) every 5 ms; file pages
 (``RssFile``) are the page cache, which the kernel reclaims under pressure.  On a machine with fewer free cores than processes it measures
 contention, not scaling: say how many cores were free.
+
+``--cli`` times whole ``noisysgd train`` commands instead (spawn, imports, reading, calibration,
+training, outputs: the wall time a user waits), ``--workers 1`` against ``--workers 2`` side by
+side, ``--pairs`` times each (alternating), on two data sets it writes:
+
+* ``poisson_default``: a CSV of ``--cli-n`` × ``--cli-d`` with the default configuration
+  (``--epsilon 1``: Poisson batches, many small steps), where a collective per step costs more
+  than the step's arithmetic and ``--engine auto`` trains in one process;
+* ``compute_bound``: an uncompressed NPZ of ``--big-n`` × ``--big-d`` (memory-mapped by the
+  ranks) with ``--noise-multiplier 2 --batching poisson --batch-size 8000 --center none --epochs
+  --big-epochs`` (30: the run docs/scaling.md measured at 1.89× on two workers), where ``auto``
+  keeps the data-parallel engine.
+
+Each line records the engine metrics.json says ran; the results go to
+``benchmarks/results/distributed_speed.json`` (``--out``)::
+
+    python benchmarks/distributed_speed.py --cli [--cli-n 20000] [--big-n 100000] [--pairs 1]
 """
 
 from __future__ import annotations
@@ -153,6 +170,82 @@ def _rss(ns, d, batch, steps):
     return 0
 
 
+def _cli_run(data, flags, workers, out):
+    """One ``noisysgd train`` command: (wall seconds, its metrics.json, the engine line on stderr)."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "noisysgd", "train", data, "--target", "y", "--classes", "0,1", "--seed", "0",
+           "--quiet", *flags, "--workers", str(workers), "--out", out]
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr[-2000:]}")
+    with open(os.path.join(out, "metrics.json")) as f:
+        metrics = json.load(f)
+    line = next((ln for ln in res.stderr.splitlines() if "engine:" in ln), None)
+    return seconds, metrics, line
+
+
+def _cli(args) -> int:
+    import platform
+
+    cases = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        wanted = args.cases.split(",")
+        csv = os.path.join(tmp, "default.csv")
+        if "poisson_default" in wanted:
+            X, y = _rows(0, args.cli_n, args.cli_d)
+            np.savetxt(csv, np.column_stack([X, y]), delimiter=",", fmt="%.8g", comments="",
+                       header=",".join([f"x{i}" for i in range(args.cli_d)] + ["y"]))
+            del X, y
+        npz = os.path.join(tmp, "big.npz")
+        if "compute_bound" in wanted:
+            Xb, yb = _rows(0, args.big_n, args.big_d)
+            np.savez(npz, X=Xb, y=yb)  # uncompressed: every rank memory-maps it
+            del Xb, yb
+        plan = {
+            "poisson_default": (csv, [], f"{args.cli_n} x {args.cli_d} CSV, default configuration (epsilon 1)"),
+            "compute_bound": (npz, ["--noise-multiplier", "2", "--batching", "poisson", "--batch-size", "8000",
+                                    "--center", "none", "--epochs", str(args.big_epochs)],
+                              f"{args.big_n} x {args.big_d} NPZ, poisson b=8000, {args.big_epochs} epochs"),
+        }
+        print(f"{os.cpu_count()} CPU(s) visible; load average before: {os.getloadavg()[0]:.2f}")
+        for name, (data, flags, what) in plan.items():
+            if name not in wanted:
+                continue
+            runs = {1: [], 2: []}
+            for pair in range(args.pairs):
+                for k in ((1, 2) if pair % 2 == 0 else (2, 1)):
+                    seconds, metrics, line = _cli_run(data, flags, k, os.path.join(tmp, f"out{k}"))
+                    runs[k].append({"seconds": round(seconds, 2), "train_seconds": round(metrics["wall_seconds"], 2),
+                                    "steps": metrics["steps"], "engine": metrics.get("engine"),
+                                    "backend": metrics.get("backend"), "stderr_engine_line": line})
+            med = {k: float(np.median([r["seconds"] for r in v])) for k, v in runs.items()}
+            cases[name] = {"data": what, "flags": flags, "workers_1": runs[1], "workers_2": runs[2],
+                           "median_seconds": {"workers_1": med[1], "workers_2": med[2]},
+                           "speedup_workers_2": round(med[1] / med[2], 2)}
+            engine = runs[2][-1]["engine"] or {}
+            print(f"{name:<16} {what}: --workers 1 {med[1]:6.2f} s, --workers 2 {med[2]:6.2f} s "
+                  f"(engine {engine.get('chosen', '?')}), speed-up {med[1] / med[2]:.2f}x, "
+                  f"{runs[2][-1]['steps']} steps")
+    result = {"cases": cases, "pairs": args.pairs, "load_average_after": round(os.getloadavg()[0], 2),
+              "machine": {"python": platform.python_version(), "numpy": np.__version__, "cpus": os.cpu_count(),
+                          "platform": platform.platform()},
+              "command": "python benchmarks/distributed_speed.py --cli " + " ".join(
+                  f"--{k.replace('_', '-')} {v}" for k, v in (("cli_n", args.cli_n), ("cli_d", args.cli_d),
+                                                               ("big_n", args.big_n), ("big_d", args.big_d),
+                                                               ("big_epochs", args.big_epochs),
+                                                               ("pairs", args.pairs), ("cases", args.cases)))}
+    with open(args.out, "w") as f:
+        f.write(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def main(argv=None) -> int:
     import sys
 
@@ -168,7 +261,19 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--rss", metavar="N1,N2,...", help="memory of memory-mapped training for these n instead")
+    p.add_argument("--cli", action="store_true", help="time whole noisysgd train commands instead (docstring)")
+    p.add_argument("--cli-n", type=int, default=20_000)
+    p.add_argument("--cli-d", type=int, default=50)
+    p.add_argument("--big-n", type=int, default=100_000)
+    p.add_argument("--big-d", type=int, default=1000)
+    p.add_argument("--big-epochs", type=int, default=30)
+    p.add_argument("--pairs", type=int, default=1)
+    p.add_argument("--cases", default="poisson_default,compute_bound")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                                 "distributed_speed.json"))
     args = p.parse_args(argv)
+    if args.cli:
+        return _cli(args)
     if args.rss:
         return _rss([int(v) for v in args.rss.split(",")], args.d, args.batch, args.steps)
     from noisysgd.train import train

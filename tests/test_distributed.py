@@ -67,6 +67,7 @@ def test_one_process_equals_train():
         assert np.max(np.abs(other - ref[name])) > 1e-3, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world,layout", [(2, "blocks"), (3, "interleaved")])
 def test_k_processes_equal_train(tmp_path, world, layout):
     """Equality with train() on K processes; then (one spawn serves both: spawning is slow) the
@@ -198,17 +199,44 @@ def _main(*argv):
     return main(["train", *argv])
 
 
+@pytest.mark.slow
 def test_cli_workers_on_shards_equals_one_process(tmp_path, monkeypatch, capsys):
+    """The data-parallel engine, reached the way --engine auto reaches it: this process starts the
+    run itself (writing the checkpoint's first state); after two steps the workers could pay, so
+    it starts them (waiting here until they have joined: the run is short), they measure the
+    collective, it chooses them, removes the checkpoint it began and tells them to train; they
+    train the single-process run."""
+    import noisysgd.cli.train_workers as tw
+
     shards = _shards(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert _main("all.npz", *COMMON, "--out", "one") == 0
     capsys.readouterr()
+    monkeypatch.setattr(tw, "_PROBE_STEPS", 1)
+    monkeypatch.setattr(tw, "_PROBE_S", 0.0)
+    seen = []
+
+    def workers(**numbers):
+        seen.append(numbers)
+        return tw.EngineChoice("data-parallel", numbers["workers"], "chosen by the test")
+
+    monkeypatch.setattr(tw, "choose_engine", workers)
+    ready = tw._Speculation.ready
+
+    def joined(self):
+        while not ready(self) and not self.job.failed():
+            time.sleep(0.05)
+        return self.joined
+
+    monkeypatch.setattr(tw._Speculation, "ready", joined)
     assert _main(str(shards), *COMMON, "--workers", "2", "--checkpoint", "run.ckpt", "--out", "two") == 0
+    assert seen[0]["done"] == 2 and all(s["workers"] == 2 and s["steps"] > s["done"] >= 2 for s in seen)
+    assert "noisysgd train: engine: 2 data-parallel workers: chosen by the test" in capsys.readouterr().err
     _compare_outputs(tmp_path / "one", tmp_path / "two", 2)
     assert not (tmp_path / "run.ckpt").exists()  # written by rank 0, deleted once the outputs were
-    steps = json.loads((tmp_path / "two" / "metrics.json").read_text())["steps"]
-    assert json.loads((tmp_path / "two" / "metrics.json").read_text())["checkpoint"] == {
-        "sessions": [[0, steps]], "resumed_at_step": None}
+    metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    assert metrics["checkpoint"] == {"sessions": [[0, metrics["steps"]]], "resumed_at_step": None}
+    assert metrics["engine"] == {"chosen": "data-parallel", "workers": 2, "why": "chosen by the test"}
 
 
 @pytest.mark.slow
@@ -250,7 +278,7 @@ def test_cli_refusals_are_one_line(tmp_path, monkeypatch, capsys):
 
 def test_memory_mapped_features_give_the_same_model(tmp_path):
     """X memory-mapped from a .npy file: rows are read and augmented per batch (X̄ never formed
-    whole), with _augment's arithmetic, so the model is bit-identical to the in-memory one."""
+    whole), with augment_rows's arithmetic, so the model is bit-identical to the in-memory one."""
     X, y_bin, y_cls, y_reg = _data()
     ys = {"bin": y_bin, "cls": y_cls, "reg": y_reg}
     np.save(tmp_path / "X.npy", X)
@@ -262,6 +290,7 @@ def test_memory_mapped_features_give_the_same_model(tmp_path):
         assert np.array_equal(a, b), name
 
 
+@pytest.mark.slow
 def test_local_workers_start_with_one_blas_thread_each(tmp_path, monkeypatch):
     """Issue 28 §2: each spawned worker starts with the thread limits in its environment, so
     its BLAS pool is one thread wide (before, the limit was set after numpy was imported and
@@ -280,6 +309,7 @@ def test_local_workers_start_with_one_blas_thread_each(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "threads0.json").read_text())["env"]["OPENBLAS_NUM_THREADS"] == "2"
 
 
+@pytest.mark.slow
 def test_a_worker_refused_by_the_machine_prints_one_line_not_a_traceback(capfd):
     """Issue 28 §6: an OSError in a spawned worker (X not mappable under `prlimit --as`) is one
     error line on stderr and exit code 1, as the single-process command prints it."""
@@ -288,3 +318,197 @@ def test_a_worker_refused_by_the_machine_prints_one_line_not_a_traceback(capfd):
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines == ["noisysgd: error: data: X of big.npz could not be memory-mapped (Cannot allocate memory): "
                      "raise the process's address-space limit"]
+
+
+# --------------------------------------------------------------------------- which engine --workers K runs
+
+
+def test_choose_engine_from_the_measured_numbers():
+    """--engine auto's choice on synthetic numbers: small steps with a dear collective train in one
+    process, a full batch on many rows goes to the workers; the collective is measured only when
+    the answer depends on it."""
+    from noisysgd.cli.train_workers import choose_engine, predicted_seconds
+
+    def never():
+        raise AssertionError("measured although free collectives could not pay for the start-up")
+
+    # many small Poisson steps (40 µs each), 3 s to start each worker: one process, nothing measured
+    c = choose_engine(workers=2, cores=2, steps=23500, done=1250, step_seconds=4e-5, startup_seconds=3.0,
+                      collective=never)
+    assert c.engine == "local" and c.numbers["collective_ms"] is None and "even with free collectives" in c.why
+    # small steps over a run long enough that free collectives would pay: the measured cost decides
+    calls = []
+
+    def dear():
+        calls.append(1)
+        return {"in_loop_s": 2e-3, "back_to_back_s": 4e-4, "reps": 10}
+
+    c = choose_engine(workers=2, cores=2, steps=10**6, done=100, step_seconds=1e-3, startup_seconds=3.0,
+                      collective=dear)
+    assert calls == [1] and c.engine == "local"
+    assert c.numbers["collective_ms"] == pytest.approx(2.0) and c.numbers["back_to_back_ms"] == pytest.approx(0.4)
+    assert c.numbers["data_parallel_s"] > c.numbers["local_s"]
+    # a full batch on many rows: 50 ms of arithmetic a step against 0.5 ms of collective: the workers
+    c = choose_engine(workers=2, cores=2, steps=400, done=3, step_seconds=0.05, startup_seconds=3.0,
+                      collective=5e-4)
+    assert c.engine == "data-parallel" and "they save" in c.why
+    p = predicted_seconds(workers=2, cores=2, steps=400, done=3, step_seconds=0.05, startup_seconds=3.0,
+                          collective_seconds=5e-4)
+    assert p["local_s"] == pytest.approx(397 * 0.05)
+    assert p["data_parallel_s"] == pytest.approx(3.0 + 400 * (0.025 + 5e-4)) == c.numbers["data_parallel_s"]
+    assert c.record()["chosen"] == "data-parallel" and c.line().startswith("engine: 2 data-parallel workers: ")
+    # the same on one core: the processes cannot share the arithmetic
+    c = choose_engine(workers=2, cores=1, steps=400, done=3, step_seconds=0.05, startup_seconds=3.0,
+                      collective=never)
+    assert c.engine == "local" and "on 1 core cannot share" in c.why
+    # more workers than cores share the start-up of all of them over the cores
+    p = predicted_seconds(workers=4, cores=2, steps=400, done=3, step_seconds=0.05, startup_seconds=3.0)
+    assert p["parallel_cores"] == 2 and p["data_parallel_s"] == pytest.approx(6.0 + 400 * 0.025)
+    # a predicted gain under the margin is no gain: a lower bound 5% under the local time
+    c = choose_engine(workers=2, cores=2, steps=1000, done=0, step_seconds=0.01, startup_seconds=0.0,
+                      collective=0.0095)
+    assert c.engine == "local" and "under the 10%" in c.why
+
+
+def test_collectives_are_timed_back_to_back_and_between_stretches_of_work():
+    """The measurement every endpoint runs (here with a stand-in collective of ~0.2 ms): the
+    work between collectives is not counted, and the count of collectives is agreed."""
+    from noisysgd.cli.train_workers import _timed_collectives
+
+    agreed = []
+    c = _timed_collectives(lambda: time.sleep(2e-4), agreed.append, work_seconds=1e-3, budget=0.05)
+    assert len(agreed) == 1 and agreed[0].shape == (1,)
+    assert 2e-4 <= c["back_to_back_s"] < 0.05 and 2e-4 <= c["in_loop_s"] < 0.05
+    assert c["reps"] == int(min(200, max(10, 0.05 / (1e-3 + c["back_to_back_s"]))))
+
+
+def test_checkpoint_to_resume_names_the_engine_that_wrote_it(tmp_path):
+    import argparse
+
+    from noisysgd.cli.train_workers import _checkpoint_engine
+    from noisysgd.train import train
+    from noisysgd.train.checkpoint import Checkpointing
+
+    X, y_bin, _, _ = _data()
+    name, run, loss, key, kw = _cases()[0]
+    for engine, fn in (("local", train), ("data-parallel", train_distributed)):
+        path = tmp_path / f"{engine}.ckpt"
+        fn(run, loss, X, y_bin, feature_clip=2.0, random_state=1, checkpointing=Checkpointing(path, keep=True))
+        assert _checkpoint_engine(argparse.Namespace(resume=True, checkpoint=str(path))) == engine
+        assert _checkpoint_engine(argparse.Namespace(resume=False, checkpoint=str(path))) is None
+    assert _checkpoint_engine(argparse.Namespace(resume=True, checkpoint=str(tmp_path / "none.ckpt"))) is None
+
+
+#: a small Poisson run of many small steps (the default configuration's kind of run)
+POISSON = ("--target", "y", "--seed", "5", "--epochs", "150", "--batch-size", "10", "--batching", "poisson",
+           "--noise-multiplier", "3", "--quiet", "--json")
+
+
+def test_cli_workers_trains_in_one_process_when_steps_are_small(tmp_path, monkeypatch, capsys):
+    """--workers 2 on many small steps: this process trains the run itself and says why, on stderr
+    (one line) and in metrics.json; the certificate says which engine ran."""
+    import noisysgd.cli.train_workers as tw
+
+    _shards(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tw, "_PROBE_S", 0.0)  # decide after the 4th step, however fast this machine
+    assert _main("all.npz", *POISSON, "--workers", "2", "--out", "two") == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "engine:" in line]
+    assert len(lines) == 1 and lines[0].startswith("noisysgd train: engine: one process (local): "), lines
+    metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    engine = metrics["engine"]
+    assert metrics["workers"] == 1 and metrics["backend"] == "numpy (one process)"
+    assert engine["chosen"] == "local" and engine["workers"] == 2 and engine["why"] in lines[0]
+    assert engine["steps"] == metrics["steps"] == 1350 and engine["measured_steps"] == 4
+    assert engine["local_s"] < engine["data_parallel_s"] and engine["step_ms"] > 0
+    enforced = json.loads((tmp_path / "two" / "certificate.json").read_text())["certificate"]["trainer_enforced"]
+    assert enforced["backend"] == "numpy (one process)" and enforced["engine"] == "local: " + engine["why"]
+    assert "world_size" not in enforced and enforced["steps"] == 1350
+
+
+@pytest.mark.slow
+def test_cli_workers_in_one_process_gives_the_model_of_one_worker(tmp_path, monkeypatch, capsys):
+    """The run --workers 2 trains in one process is the run --workers 1 trains on the data-parallel
+    engine: the same calibration and certificate (but for what the trainer enforced), and the same
+    model up to rounding (same seed: same batches, start and noise draws)."""
+    _shards(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert _main("all.npz", *POISSON, "--workers", "1", "--out", "one") == 0  # one spawned rank
+    assert _main("all.npz", *POISSON, "--workers", "2", "--out", "two") == 0  # this process
+    a = json.loads((tmp_path / "one" / "model.json").read_text())
+    b = json.loads((tmp_path / "two" / "model.json").read_text())
+    assert a["classes"] == b["classes"] == ["no", "yes"]
+    np.testing.assert_allclose(b["coef"], a["coef"], rtol=0, atol=TOL)
+    assert np.max(np.abs(np.asarray(a["coef"]))) > 1e-2  # a model, not zeros
+    ca = json.loads((tmp_path / "one" / "certificate.json").read_text())
+    cb = json.loads((tmp_path / "two" / "certificate.json").read_text())
+    ea, eb = ca["certificate"].pop("trainer_enforced"), cb["certificate"].pop("trainer_enforced")
+    assert ca == cb
+    assert ea["backend"] == "torch.distributed" and ea["world_size"] == 1 and eb["backend"] == "numpy (one process)"
+    assert all(ea[k] == eb[k] for k in ("steps", "noise_std", "clip_norm", "batching", "denominator", "init",
+                                        "projection_radius", "l2", "feature_clip", "intercept_scaling", "dtype"))
+    ma = json.loads((tmp_path / "one" / "metrics.json").read_text())
+    mb = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    assert ma["engine"]["chosen"] == "data-parallel" and ma["engine"]["why"].startswith("--workers 1")
+    assert mb["engine"]["chosen"] == "local"
+    for key in ("epsilon", "noise_multiplier", "steps", "n"):
+        assert ma[key] == mb[key], key
+    assert ma["not_private"]["train_accuracy"] == mb["not_private"]["train_accuracy"]
+
+
+def test_engine_flag(tmp_path, monkeypatch, capsys):
+    """--engine (cli/train.py's data-parallel group, from train_workers.add_engine_flag): auto by
+    default; local trains in this process without measuring; refused under torchrun."""
+    from noisysgd.cli import build_parser
+
+    args = build_parser("train").parse_args(["train", "d.csv", "--target", "y", "--out", "o"])
+    assert args.engine == "auto"
+    _shards(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert _main("all.npz", *COMMON, "--workers", "3", "--engine", "local", "--out", "three") == 0
+    err = capsys.readouterr().err
+    assert "noisysgd train: engine: one process (local): --engine local" in err
+    metrics = json.loads((tmp_path / "three" / "metrics.json").read_text())
+    assert metrics["engine"] == {"chosen": "local", "workers": 3, "why": "--engine local"}
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "1")):
+        monkeypatch.setenv(name, value)
+    assert _main("all.npz", *COMMON, "--engine", "local", "--out", "o") == 2
+    assert "--engine local cannot be combined with torchrun" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_workers_started_early_wait_measure_and_train_when_told(tmp_path, monkeypatch):
+    """--engine auto's workers started beside this process's first steps (no checkpoint): they
+    join, say so, print nothing and read nothing until asked to measure the collective among
+    them (rank 0 reports it), then train when told, writing the record they were sent; stopped
+    instead, they leave nothing."""
+    from noisysgd.cli import build_parser
+    from noisysgd.cli.train_workers import _Speculation
+    from noisysgd.cli.training import check_flags
+
+    _shards(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    parse = build_parser("train").parse_args
+    args = parse(["train", "all.npz", *COMMON, "--workers", "2", "--out", "w"])
+    check_flags(args)
+    early = _Speculation(args, "w")
+    try:
+        t0 = time.monotonic()
+        while not early.ready():
+            assert time.monotonic() - t0 < 120 and not early.job.failed()
+            time.sleep(0.05)
+        measured = early.measure(5, "float64", 1e-4)
+        assert measured["measured_between"] == "the 2 workers"
+        assert measured["in_loop_s"] > 0 and measured["back_to_back_s"] > 0 and measured["reps"] >= 10
+        assert not (tmp_path / "w").exists()
+        early.go({"chosen": "data-parallel", "workers": 2, "why": "told by the test"})
+        assert early.job.wait() == [0, 0]
+    finally:
+        early.stop()
+    metrics = json.loads((tmp_path / "w" / "metrics.json").read_text())
+    assert metrics["engine"] == {"chosen": "data-parallel", "workers": 2, "why": "told by the test"}
+    assert metrics["workers"] == 2 and metrics["backend"] == "torch.distributed gloo"
+    stopped = _Speculation(parse(["train", "all.npz", *COMMON, "--workers", "2", "--out", "s"]), "s")
+    stopped.stop()
+    assert all(code not in (0, None) for code in stopped.job.wait()) and not (tmp_path / "s").exists()

@@ -148,6 +148,17 @@ def test_no_import_cycle():
     assert "noisysgd.cli.training" in graph["noisysgd.cli.train_workers"]  # (the graph sees lazy imports)
 
 
+def test_no_private_name_imported_from_another_module():
+    """A name that another module needs is public in the module that owns it (no ``from .x import _y``)."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                found += [f"{path.relative_to(SRC)}: from {'.' * node.level}{node.module or ''} import {a.name}"
+                          for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found
+
+
 def test_no_issue_numbers_inside_the_package():
     """'issue 24' means nothing to someone who installed the package: the source points to docs
     sections, the CHANGELOG or the papers instead."""

@@ -81,7 +81,7 @@ def test_noise_free_core_matches_numpy_on_identical_batches(loss, dtype):
     Xbar, norms = augment(X, 2.0, dtype=dtype, return_norms=True)
     Y = loss.encode_labels(y, target_bound=bound)
     Y = Y.astype(dtype) if Y.dtype.kind == "f" else Y
-    thresholds = numpy_engine._thresholds(0.4, norms, np.dtype(dtype))
+    thresholds = numpy_engine.clip_thresholds(0.4, norms, np.dtype(dtype))
     W0 = np.random.default_rng(1).normal(scale=0.2, size=loss.param_shape(d)).astype(dtype)
     tdt = torch.float64 if dtype == np.float64 else torch.float32
     tol = dict(rtol=1e-11, atol=1e-13) if dtype == np.float64 else dict(rtol=2e-5, atol=2e-6)
@@ -379,7 +379,7 @@ def test_cuda_matches_cpu():
                                      (np.float32, np.float64)])
 @pytest.mark.parametrize("block", [pytest.param(1, marks=pytest.mark.slow), 3, 64])
 def test_the_torch_rows_are_built_on_the_device_as_the_numpy_engine_builds_them(xdt, dt, block, monkeypatch):
-    """X̄ written into the device tensor a block of rows at a time equals losses._augment's X̄ bit
+    """X̄ written into the device tensor a block of rows at a time equals rowmaps.augment_rows's X̄ bit
     for bit (the float64 scaling rounded once to the training dtype, the bias column), whatever the
     block size, and the host allocates one block of it, not X̄ (issue 28 §4)."""
     import tracemalloc

@@ -42,6 +42,7 @@ from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns
 from ..pipeline import fit_declared
 from ..private_fit import Execution
 from .common import add_categorical_flag, categorical_arg
+from .train_workers import add_engine_flag
 from .training import (add_schedule_flags, check_flags, declared, finish, float_or_auto, learning_rate_flag, recorded,
                        task_loss)
 
@@ -180,6 +181,7 @@ def add_arguments(p) -> None:
                       help="torch.distributed backend under torchrun (gloo: CPU; nccl: one GPU per rank)")
     dist.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                       help="a collective waiting longer than this stops the job (a dead or stuck rank)")
+    add_engine_flag(dist)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(handler=cmd_train)

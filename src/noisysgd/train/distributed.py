@@ -103,22 +103,24 @@ from . import checkpoint as _ckpt
 from .batching import BatchStream, generator_from_state, run_batches
 from .engine import (
     TrainResult,
-    _checked_constants,
-    _checkpoint_options,
-    _description,
-    _enforced,
-    _initial,
-    _prepare,
-    _safe_radius,
-    _thresholds,
+    checked_constants,
+    checkpoint_options,
+    run_description,
+    enforced_record,
+    initial_iterate,
+    prepare_run,
+    safe_radius,
+    clip_thresholds,
     rng_streams,
 )
 from .leaks import check_declared_constants
-from .losses import BinaryLogistic, Loss, _augment
+from ..rowmaps import augment_rows
+from .losses import BinaryLogistic, Loss
 from .secure import SecureRandom
-from .torch_backend import _derivative_for, _resolve_device, _torch
+from .torch_backend import derivative_for, resolve_device, import_torch
 
-__all__ = ["train_distributed", "Placement", "DistributedError", "local_rows", "launch_local", "free_port"]
+__all__ = ["train_distributed", "Placement", "DistributedError", "local_rows", "launch_local", "start_local",
+           "LocalJob", "free_port"]
 
 
 #: Rows of a memory-mapped X processed at once (bounds the memory of a 'full' step).
@@ -214,7 +216,7 @@ def _fail(rank, what, t, err) -> DistributedError:
 def _describe(p, checked, random_state, rows_count) -> dict:
     """What every rank must agree on: the engine's description of the job (what a
     checkpoint must match), plus the seed and the number of features."""
-    out = _description(p, checked, None)
+    out = run_description(p, checked, None)
     del out["algorithm"], out["context"]
     out.update(random_state=random_state, n_features=int(p.X.shape[1]))
     return out
@@ -298,7 +300,7 @@ def train_distributed(
     DistributedError
         A collective failed (a rank died or timed out).
     """
-    torch = _torch()
+    torch = import_torch()
     import torch.distributed as dist
 
     placement = Placement() if placement is None else placement
@@ -375,14 +377,14 @@ def _local_checks(torch, run, loss, X, y, rows, random_state, analyses, device, 
             raise ValueError(f"X must be a 2-D array. Found shape {np.shape(Xa)}.")
         job.idx = local_rows(rows, count, run.n)
         # the numpy engine's checks, on this shard's rows
-        job.p = _prepare(run, loss, Xa, ya, random_state=None if random_state is None else int(random_state),
+        job.p = prepare_run(run, loss, Xa, ya, random_state=None if random_state is None else int(random_state),
                          callback=None, n_rows=count, **engine)
-        job.constants, job.checked = _checked_constants(run, loss, job.p, analyses)
-        _derivative_for(loss)
-        job.device = _resolve_device(torch, device)
+        job.constants, job.checked = checked_constants(run, loss, job.p, analyses)
+        derivative_for(loss)
+        job.device = resolve_device(torch, device)
         description = _describe(job.p, job.checked, random_state, count)
         if rank == 0:
-            ckpt = _checkpoint_options(run, checkpointing)
+            ckpt = checkpoint_options(run, checkpointing)
             ckpt = ckpt if ckpt[0] is not None else None
         if isinstance(loss, BinaryLogistic):
             job.labels = sorted({float(v) for v in np.unique(np.asarray(ya, dtype=np.float64))})
@@ -478,7 +480,7 @@ def _open_ledger(dist, p, checked, options, *, rank, world, connected, group, id
     ledger, state = None, None
     if rank == 0:
         try:
-            description = {**_description(p, checked, context),
+            description = {**run_description(p, checked, context),
                            "algorithm": "noisysgd.train.distributed.train_distributed",
                            "world_size": world, "shard_key": key}
             fingerprints = np.array([list(bytes.fromhex(d)) for d in digests], dtype=np.uint8)
@@ -511,7 +513,7 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
     if ledger is not None and resumed is None:
         save(0)
     inv_b = 1.0 / run.batch_size
-    radius = _safe_radius(run, dt)
+    radius = safe_radius(run, dt)
     r2 = None if radius is None else float(radius) ** 2
     l2 = run.strong_convexity
     noise_np = np.empty(r.shape, dtype=dt) if noise_std > 0.0 else None
@@ -554,7 +556,7 @@ def _execute(torch, dist, p, device, idx, order, *, rank, world, connected, grou
             _ckpt.delete_checkpoint(ledger.path)
         extra = {**extra, "checkpoint": ledger.summary()}
     enforced = {
-        **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
+        **enforced_record(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
         "backend": "torch.distributed",
         "world_size": world,
@@ -584,16 +586,16 @@ class _RankLoop:
         self.t = 0
         run, loss, dt = p.run, p.loss, p.dtype
         self.lazy = isinstance(p.X, np.memmap)  # rows read from disk per step, X̄ never formed whole
-        if self.lazy:  # the same arithmetic as _augment, row by row when a batch needs the rows
+        if self.lazy:  # the same arithmetic as augment_rows, row by row when a batch needs the rows
             self.scale = p.feature_clip / np.maximum(p.row_norms, p.feature_clip)
             clipped = np.minimum(p.row_norms, p.feature_clip)
             self.Xbar, norms = None, np.sqrt(clipped * clipped + p.intercept_scaling * p.intercept_scaling)
         else:
-            self.Xbar, norms = _augment(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
+            self.Xbar, norms = augment_rows(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)
         self.Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
         self.shape = loss.param_shape(p.X.shape[1])
-        self.derivative = _derivative_for(loss)
-        self.thr = _thresholds(run.lipschitz, norms, dt)
+        self.derivative = derivative_for(loss)
+        self.thr = clip_thresholds(run.lipschitz, norms, dt)
         self.Xt, self.Yt, self.tt = (None, None, None) if self.lazy else (
             self.put(self.Xbar), self.put(self.Y), self.put(self.thr))
         self.all_local = np.arange(idx.size)
@@ -633,12 +635,12 @@ class _RankLoop:
         elif secure:
             batch_rng = SecureRandom() if rank == 0 else None
             noise_rng = SecureRandom() if rank == 0 else None
-            W0, init_kind = _initial(p, self.shape, SecureRandom())  # rank 0's is broadcast below
+            W0, init_kind = initial_iterate(p, self.shape, SecureRandom())  # rank 0's is broadcast below
             W0t = self.put(np.array(W0, dtype=dt))
             self.collective("broadcasting the start", self.dist.broadcast, W0t, 0, group=self.group)
         else:
             streams = rng_streams(p.random_state)
-            W0, init_kind = _initial(p, self.shape, streams.init)
+            W0, init_kind = initial_iterate(p, self.shape, streams.init)
             W0t = self.put(np.array(W0, dtype=dt))
             batch_rng, noise_rng = streams.batches, streams.noise
         W = W0t.clone()
@@ -677,7 +679,7 @@ class _RankLoop:
         hit = sorted_rows[pos] == batch if sorted_rows.size else np.zeros(batch.size, bool)
         return self.order[pos[hit]]
 
-    def _lazy_rows(self, part):  # X̄ rows `part`, computed as _augment computes them (bit for bit)
+    def _lazy_rows(self, part):  # X̄ rows `part`, computed as augment_rows computes them (bit for bit)
         p, dt = self.p, self.p.dtype
         Xr = np.asarray(p.X[part])
         out = np.empty((part.size, Xr.shape[1] + 1), dtype=dt)
@@ -739,7 +741,7 @@ def free_port() -> int:
 
 
 #: BLAS/OpenMP threads per local worker, unless the environment sets them: one each, so that K
-#: workers on K cores do not each run a thread pool as wide as the machine (issue 28 §2).
+#: workers on K cores do not each run a thread pool as wide as the machine.
 WORKER_THREADS = 1
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
                      "NUMEXPR_NUM_THREADS")
@@ -804,8 +806,59 @@ def launch_local(fn, world_size: int, args=(), *, timeout: float = 60.0, grace: 
     (a refused job, the same on every rank) only rank 0 does when
     ``refusals_from_rank0``.
     """
+    return start_local(fn, world_size, args, timeout=timeout, grace=grace, prog=prog,
+                       refusals_from_rank0=refusals_from_rank0).wait()
+
+
+class LocalJob:
+    """The processes :func:`start_local` started: :meth:`wait` for their exit codes (as
+    :func:`launch_local` returns them), or :meth:`stop` them."""
+
+    def __init__(self, procs, grace: float):
+        self.procs, self.grace = procs, grace
+
+    def failed(self) -> bool:
+        """Whether a process has exited with an error (or been killed)."""
+        return any(proc.exitcode not in (None, 0) for proc in self.procs)
+
+    def wait(self) -> list:
+        import time
+
+        deadline = None
+        while any(proc.is_alive() for proc in self.procs):
+            if deadline is None and self.failed():
+                deadline = time.monotonic() + self.grace  # one failed: the others get `grace` to notice
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        codes = []
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(5)
+                codes.append(None)
+            else:
+                codes.append(proc.exitcode)
+        return codes
+
+    def stop(self) -> None:
+        """Terminate every process still running (SIGTERM), and reap them."""
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+
+
+def start_local(fn, world_size: int, args=(), *, timeout: float = 60.0, grace: float | None = None,
+                prog: str = "noisysgd", refusals_from_rank0: bool = False) -> LocalJob:
+    """:func:`launch_local` without waiting: the processes are started, and the returned
+    :class:`LocalJob` waits for them or stops them.  ``args`` may hold objects of the ``spawn``
+    context (its queues), passed to every process as it starts."""
     import multiprocessing as mp
-    import time
 
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be a positive int. Found {world_size!r}.")
@@ -817,20 +870,4 @@ def launch_local(fn, world_size: int, args=(), *, timeout: float = 60.0, grace: 
     with _thread_limits(WORKER_THREADS):  # in the environment the workers start with, before their imports
         for proc in procs:
             proc.start()
-    grace = 2.0 * timeout if grace is None else grace
-    deadline = None
-    while any(proc.is_alive() for proc in procs):
-        if deadline is None and any(proc.exitcode not in (None, 0) for proc in procs):
-            deadline = time.monotonic() + grace  # one failed: the others get `grace` to notice
-        if deadline is not None and time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    codes = []
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(5)
-            codes.append(None)
-        else:
-            codes.append(proc.exitcode)
-    return codes
+    return LocalJob(procs, 2.0 * timeout if grace is None else grace)

@@ -61,7 +61,7 @@ __all__ = ["TrainResult", "RNGStreams", "rng_streams", "secure_streams", "train"
 
 
 
-def _random_state(random_state):
+def random_source(random_state):
     """``random_state`` validated (None, a non-negative int or a Generator), untouched."""
     if random_state is None or isinstance(random_state, np.random.Generator):
         return random_state
@@ -101,7 +101,7 @@ def rng_streams(random_state=None) -> RNGStreams:
     >>> int(s.batches.integers(100)) == int(rng_streams(0).batches.integers(100))
     True
     """
-    root = np.random.default_rng(_random_state(random_state))
+    root = np.random.default_rng(random_source(random_state))
     try:
         children = root.spawn(3)
     except (TypeError, ValueError, AttributeError):  # a bit generator without a seed sequence
@@ -294,7 +294,7 @@ def _record(loss, W, Xbar, Y, l2, t, per_epoch):
 
 
 @dataclass
-class _Prepared:
+class PreparedRun:
     run: Run
     loss: Loss
     feature_clip: float
@@ -322,7 +322,7 @@ def _centered(X: CenteredRows) -> CenteredRows:
     return CenteredRows(rows, center, positive_real("radius", X.radius))
 
 
-def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
+def prepare_run(run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype, callback,
              secure_mode=False, n_rows=None, intercept_scaling=1.0):
     """Validate and convert the inputs of a training run.  ``n_rows``: the rows ``X`` must
     have (default ``run.n``; a data-parallel rank holds a shard of the run's n rows)."""
@@ -354,7 +354,7 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
         raise ValueError(f"y must have one label per row of X ({X.shape[0]}). Found {Y.shape[0]}.")
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None. Found {callback!r}.")
-    random_state = _random_state(random_state)  # the streams are split only once every check passed
+    random_state = random_source(random_state)  # the streams are split only once every check passed
     check_secure_mode(secure_mode, random_state)
     shape = loss.param_shape(X.shape[1])
     radius = None if run.diameter is None else run.diameter / 2.0
@@ -391,10 +391,10 @@ def _prepare(run, loss, X, y, *, feature_clip, target_bound, init, random_state,
                 )
         init = W0
     row_norms = source_norms(X)
-    return _Prepared(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y, secure_mode, s)
+    return PreparedRun(run, loss, R, Yb, dt, X, Y, init, random_state, callback, row_norms, raw_y, secure_mode, s)
 
 
-def _checked_constants(run: Run, loss: Loss, p, analyses):
+def checked_constants(run: Run, loss: Loss, p, analyses):
     """The loss constants derived from the declared feature clip, checked against the
     run, and the analyses the certificate rests on, checked to apply (every engine
     does both before any step)."""
@@ -450,7 +450,7 @@ def _check_analyses(run: Run, analyses) -> tuple[str, ...]:
     return names
 
 
-def _initial(p: _Prepared, shape, init_rng) -> tuple[np.ndarray, str]:
+def initial_iterate(p: PreparedRun, shape, init_rng) -> tuple[np.ndarray, str]:
     run = p.run
     radius = None if run.diameter is None else run.diameter / 2.0
     if run.initialization == "gaussian":  # the start chourasia (and ryffel) assume
@@ -480,12 +480,12 @@ def _margin(dt: np.dtype) -> float:
     return 1.0 - _ULP_MARGIN * float(np.finfo(dt).eps)
 
 
-def _safe_radius(run: Run, dt) -> float | None:
+def safe_radius(run: Run, dt) -> float | None:
     """The projection radius D/2, a few ulps smaller (see _ULP_MARGIN)."""
     return None if run.diameter is None else run.diameter / 2.0 * _margin(np.dtype(dt))
 
 
-def _thresholds(L: float, norms: np.ndarray, dt: np.dtype) -> np.ndarray:
+def clip_thresholds(L: float, norms: np.ndarray, dt: np.dtype) -> np.ndarray:
     """L/‖x̄_i‖ in ``dt``, a few ulps smaller (_ULP_MARGIN) and rounded down, so
     that rounding never raises a per-example bound."""
     t64 = L / norms * _margin(dt)
@@ -496,7 +496,7 @@ def _thresholds(L: float, norms: np.ndarray, dt: np.dtype) -> np.ndarray:
     return t
 
 
-def _enforced(p: _Prepared, *, clip_norm, radius, init_kind: str, steps: int, noise_std: float) -> dict:
+def enforced_record(p: PreparedRun, *, clip_norm, radius, init_kind: str, steps: int, noise_std: float) -> dict:
     """What a trainer enforced, for TrainResult.enforced (every backend reports these keys)."""
     run = p.run
     return {
@@ -526,7 +526,7 @@ def _step_description(run: Run) -> str:
     return f"constant η = {run.learning_rate:g}"
 
 
-def _checkpoint_options(run: Run, checkpointing):
+def checkpoint_options(run: Run, checkpointing):
     """(path or None, steps between checkpoints, resume, keep, JSON-ready context) of
     ``checkpointing`` (a :class:`~.checkpoint.Checkpointing` or None), validated."""
     c = _ckpt.Checkpointing() if checkpointing is None else checkpointing
@@ -561,7 +561,7 @@ def _checkpoint_options(run: Run, checkpointing):
     return path, int(every) * run.steps_per_epoch, c.resume, c.keep, context
 
 
-def _init_description(p: _Prepared):
+def _init_description(p: PreparedRun):
     if p.run.initialization == "gaussian":
         return "gaussian"
     if p.init is None:
@@ -570,7 +570,7 @@ def _init_description(p: _Prepared):
     return {"array_sha256": hashlib.sha256(memoryview(W0).cast("B")).hexdigest(), "shape": list(W0.shape)}
 
 
-def _description(p: _Prepared, checked, context) -> dict:
+def run_description(p: PreparedRun, checked, context) -> dict:
     """Everything given to :func:`train` that changes the algorithm (what a checkpoint must match)."""
     return {
         "algorithm": "noisysgd.train.train",
@@ -689,16 +689,16 @@ def train(
     >>> bool(np.mean(result.predict(X) == 2 * y - 1) > 0.8)
     True
     """
-    p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
+    p = prepare_run(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
                  random_state=random_state, dtype=dtype, callback=callback, secure_mode=secure_mode,
                  intercept_scaling=intercept_scaling)
-    constants, checked = _checked_constants(run, loss, p, analyses)
+    constants, checked = checked_constants(run, loss, p, analyses)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False. Found {record!r}.")
-    path, every, resume, keep, context = _checkpoint_options(run, checkpointing)
+    path, every, resume, keep, context = checkpoint_options(run, checkpointing)
     ledger = None
     if path is not None:
-        ledger = _ckpt.Ledger.open(path, resume=resume, description=_description(p, checked, context),
+        ledger = _ckpt.Ledger.open(path, resume=resume, description=run_description(p, checked, context),
                                    X=p.X, Y=p.Y, random_state=p.random_state, every_steps=every, keep=keep)
     # every check passed: warn, then compute
     check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
@@ -745,7 +745,7 @@ def sgd(
     >>> np.round(sgd(run, Squared(), X, y, feature_clip=1.0).predict(X), 6).tolist()
     [1.0, -1.0, 0.5, 0.0]
     """
-    p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
+    p = prepare_run(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
                  random_state=random_state, dtype=dtype, callback=callback, intercept_scaling=intercept_scaling)
     if not isinstance(record, bool):
         raise ValueError(f"record must be True or False. Found {record!r}.")
@@ -755,7 +755,7 @@ def sgd(
                     extra={"private": False})
 
 
-def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) -> TrainResult:
+def _execute(p: PreparedRun, *, noise_std, clip_norm, record, extra, ledger=None) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
     Xbar = rows_of(p.X, p.feature_clip, dt, p.row_norms, bias=p.intercept_scaling)  # not formed: no copy
     norms = Xbar.norms
@@ -764,7 +764,7 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
     resumed = None if ledger is None else ledger.resumed
     if resumed is None:
         streams = secure_streams() if p.secure_mode else rng_streams(p.random_state)
-        W0, init_kind = _initial(p, shape, streams.init)
+        W0, init_kind = initial_iterate(p, shape, streams.init)
         batch_stream = run_batches(run, streams.batches, rows=p.X.shape[0])
         noise_rng, start, history = streams.noise, 0, []
     else:  # the run the checkpoint holds, from where it stopped
@@ -775,8 +775,8 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
         else:
             noise_rng = generator_from_state(resumed.noise_state)
             batch_stream = BatchStream.from_state(resumed.batch_meta, resumed.batch_arrays, None)
-    thresholds = None if clip_norm is None else _thresholds(clip_norm, norms, dt)
-    radius = _safe_radius(run, dt)
+    thresholds = None if clip_norm is None else clip_thresholds(clip_norm, norms, dt)
+    radius = safe_radius(run, dt)
 
     def save(t, W, hist):  # a checkpoint after step t (atomic; see .checkpoint)
         ledger.save(t, W, batch_stream, noise_rng, hist, init_kind)
@@ -807,7 +807,7 @@ def _execute(p: _Prepared, *, noise_std, clip_norm, record, extra, ledger=None) 
             ledger.sessions[-1][1] = steps
             _ckpt.delete_checkpoint(ledger.path)
         extra = {**extra, "checkpoint": ledger.summary()}
-    enforced = _enforced(p, clip_norm=clip_norm, radius=radius, init_kind=init_kind, steps=steps,
+    enforced = enforced_record(p, clip_norm=clip_norm, radius=radius, init_kind=init_kind, steps=steps,
                          noise_std=noise_std)
     enforced.update(extra)
     return TrainResult(coef=W, steps=steps, history=tuple(history), enforced=enforced, run=run,

@@ -2,10 +2,10 @@
 
 :func:`train_replicas` runs R independent copies of the algorithm that
 :func:`noisysgd.train.train` runs for a :class:`~noisysgd.Run` — same
-validation (``_prepare``, the loss constants, the analyses), same clipping
-(``loss.clipped_derivative`` with the engine's ``_thresholds``), same λ,
-projection radius (``_safe_radius``), step sizes (``run.step_sizes()``),
-denominator b, noise std z·L/b and start (the engine's ``_initial``) — with
+validation (``prepare_run``, the loss constants, the analyses), same clipping
+(``loss.clipped_derivative`` with the engine's ``clip_thresholds``), same λ,
+projection radius (``safe_radius``), step sizes (``run.step_sizes()``),
+denominator b, noise std z·L/b and start (the engine's ``initial_iterate``) — with
 the parameters of all replicas stacked into one array of shape (R, *shape)
 and every step vectorised over replicas.  Each replica draws its own batches
 (as the batching scheme says) and its own noise.
@@ -50,13 +50,13 @@ import numpy as np
 from ..run import Run
 from .batching import run_batches
 from .engine import (
-    _checked_constants,
-    _enforced,
-    _initial,
-    _prepare,
-    _safe_radius,
-    _thresholds,
-    _random_state,
+    checked_constants,
+    enforced_record,
+    initial_iterate,
+    prepare_run,
+    safe_radius,
+    clip_thresholds,
+    random_source,
     rng_streams,
 )
 from .leaks import check_declared_constants
@@ -411,7 +411,7 @@ def train_replicas(
                 f"random_state must be one seed, or a sequence of one seed per replica ({R}). "
                 f"Found {len(random_state)}."
             )
-        seeds = [_random_state(s) for s in random_state]
+        seeds = [random_source(s) for s in random_state]
         if any(s is None for s in seeds):
             raise ValueError("random_state must not hold None when it is a sequence (replicas would "
                              "not be reproducible). Found None.")
@@ -419,9 +419,9 @@ def train_replicas(
     else:
         seeds = None
         state0 = random_state
-    p = _prepare(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
+    p = prepare_run(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
                  random_state=state0, dtype=dtype, callback=None)
-    constants, checked = _checked_constants(run, loss, p, analyses)
+    constants, checked = checked_constants(run, loss, p, analyses)
     check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
                              target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
     started = time.perf_counter()
@@ -432,7 +432,7 @@ def train_replicas(
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     if per_replica:
         streams = [rng_streams(s) for s in seeds]
-        starts = [_initial(p, shape, s.init) for s in streams]
+        starts = [initial_iterate(p, shape, s.init) for s in streams]
         batches = _EngineBatches(run, streams, rows=p.X.shape[0])
 
         def noise_draw(full_shape):
@@ -442,7 +442,7 @@ def train_replicas(
             return out
     else:
         s = rng_streams(p.random_state)
-        starts = [_initial(p, shape, s.init) for _ in range(R)]
+        starts = [initial_iterate(p, shape, s.init) for _ in range(R)]
         batches = _VectorBatches(run, R, s.batches, rows=p.X.shape[0])
 
         def noise_draw(full_shape):
@@ -452,15 +452,15 @@ def train_replicas(
     W = np.empty((R, Xbar.shape[1], k), dtype=dt)
     for r, (W0, _) in enumerate(starts):
         W[r] = np.asarray(W0, dtype=dt).reshape(Xbar.shape[1], k)
-    thresholds = _thresholds(run.lipschitz, norms, dt)
-    radius = _safe_radius(run, dt)
+    thresholds = clip_thresholds(run.lipschitz, norms, dt)
+    radius = safe_radius(run, dt)
     tail = _TailSum(W, run.steps, on_step, average)
     steps = _core(loss, Xbar, Y, batches=batches, step_sizes=run.step_sizes(), denominator=run.batch_size,
                   W=W, l2=run.strong_convexity, thresholds=thresholds, noise_std=noise_std,
                   radius=radius, noise_draw=noise_draw, on_step=tail.step if average else on_step)
     W, record = tail.released(steps) if average else (W, None)
     enforced = {
-        **_enforced(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
+        **enforced_record(p, clip_norm=run.lipschitz, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
         "constants": constants.to_dict(),
         "derivation": constants.derivation,

@@ -55,13 +55,13 @@ from ..run import Run
 from .batching import run_batches
 from .engine import (
     TrainResult,
-    _checked_constants,
-    _enforced,
-    _initial,
-    _prepare,
-    _Prepared,
-    _safe_radius,
-    _thresholds,
+    checked_constants,
+    enforced_record,
+    initial_iterate,
+    prepare_run,
+    PreparedRun,
+    safe_radius,
+    clip_thresholds,
     rng_streams,
 )
 from .leaks import check_declared_constants
@@ -85,7 +85,7 @@ TORCH_INSTALL_HINT = "pip install 'noisysgd[torch]'"
 _CHUNK_STEPS = 512
 
 
-def _torch():
+def import_torch():
     """The torch module, or ImportError with the install hint."""
     try:
         import torch
@@ -155,7 +155,7 @@ _DERIVATIVES = {
 }
 
 
-def _derivative_for(loss: Loss):
+def derivative_for(loss: Loss):
     fn = _DERIVATIVES.get(type(loss))
     if fn is None:
         supported = ", ".join(cls.__name__ for cls in _DERIVATIVES)
@@ -221,8 +221,8 @@ def noisy_sgd_core_torch(
 
     Returns (W, steps run) — W a tensor on the device.
     """
-    torch = _torch()
-    derivative = _derivative_for(loss)
+    torch = import_torch()
+    derivative = derivative_for(loss)
     device, dtype = Xbar.device, Xbar.dtype
     W = init.to(device=device, dtype=dtype).clone()
     matrix = W.dim() == 2
@@ -270,7 +270,7 @@ def _numpy_dtype(torch, dtype):
         if isinstance(dtype, torch.dtype) else dtype
 
 
-def _resolve_device(torch, device):
+def resolve_device(torch, device):
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -291,7 +291,7 @@ def _resolve_device(torch, device):
 def _prepare_torch(torch, run, loss, X, y, *, feature_clip, target_bound, init, random_state, dtype,
                    intercept_scaling=1.0):
     """numpy's checks, same messages in the same order (tensors copied to the host first)."""
-    return _prepare(run, loss, _host(torch, X), _host(torch, y), feature_clip=feature_clip,
+    return prepare_run(run, loss, _host(torch, X), _host(torch, y), feature_clip=feature_clip,
                  target_bound=target_bound, init=_host(torch, init), random_state=random_state,
                  dtype=_numpy_dtype(torch, dtype), callback=None, intercept_scaling=intercept_scaling)
 
@@ -339,13 +339,13 @@ def train_torch(
         class without a torch derivative.  Nothing is computed (and no
         random number drawn) before every check has passed.
     """
-    torch = _torch()
+    torch = import_torch()
     p = _prepare_torch(torch, run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound,
                        intercept_scaling=intercept_scaling,
                        init=init, random_state=random_state, dtype=dtype)
-    constants, checked = _checked_constants(run, loss, p, analyses)
-    _derivative_for(loss)
-    dev = _resolve_device(torch, device)
+    constants, checked = checked_constants(run, loss, p, analyses)
+    derivative_for(loss)
+    dev = resolve_device(torch, device)
     # every check passed: warn, then compute
     check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
                              target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
@@ -381,14 +381,14 @@ def sgd_torch(
     :func:`train`, so its result equals :func:`sgd`'s to rounding.  For
     comparisons and benchmarks only.
     """
-    torch = _torch()
+    torch = import_torch()
     p = _prepare_torch(torch, run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound,
                        intercept_scaling=intercept_scaling,
                        init=init, random_state=random_state, dtype=dtype)
     if not isinstance(clip, bool):
         raise ValueError(f"clip must be True or False. Found {clip!r}.")
-    _derivative_for(loss)
-    dev = _resolve_device(torch, device)
+    derivative_for(loss)
+    dev = resolve_device(torch, device)
     return _execute_torch(torch, p, dev, noise_std=0.0, clip_norm=run.lipschitz if clip else None,
                           extra={"private": False})
 
@@ -408,15 +408,15 @@ def _augment_on(torch, X: np.ndarray, R: float, dt: np.dtype, device, norms: np.
     return out, bar_norms
 
 
-def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) -> TrainResult:
+def _execute_torch(torch, p: PreparedRun, device, *, noise_std, clip_norm, extra) -> TrainResult:
     run, loss, dt = p.run, p.loss, p.dtype
     Xbar, norms = _augment_on(torch, p.X, p.feature_clip, dt, device, p.row_norms, bias=p.intercept_scaling)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y.astype(np.int64)
     shape = loss.param_shape(p.X.shape[1])
     streams = rng_streams(p.random_state)
-    W0, init_kind = _initial(p, shape, streams.init)
-    thresholds = None if clip_norm is None else _thresholds(clip_norm, norms, dt)
-    radius = _safe_radius(run, dt)
+    W0, init_kind = initial_iterate(p, shape, streams.init)
+    thresholds = None if clip_norm is None else clip_thresholds(clip_norm, norms, dt)
+    radius = safe_radius(run, dt)
     generator = None
     if noise_std > 0.0:
         generator = torch.Generator(device=device)
@@ -439,7 +439,7 @@ def _execute_torch(torch, p: _Prepared, device, *, noise_std, clip_norm, extra) 
     )
     coef = W.detach().cpu().numpy()
     enforced = {
-        **_enforced(p, clip_norm=clip_norm, radius=radius, init_kind=init_kind, steps=steps,
+        **enforced_record(p, clip_norm=clip_norm, radius=radius, init_kind=init_kind, steps=steps,
                     noise_std=noise_std),
         "backend": "torch",
         "device": str(device),
