@@ -443,12 +443,12 @@ def test_add_remove_needs_a_declared_n_at_every_entry_point(tmp_path, capsys):
 
 def test_data_parallel_engine_refuses_add_remove():
     from noisysgd.audit.losses import Linear
-    from noisysgd.train.engine import _prepare
+    from noisysgd.train.engine import prepare_run
 
     run = Run(n=10, batch_size=2, batching="poisson", steps=3, learning_rate=0.1, noise_multiplier=1.0,
               lipschitz=1.0, adjacency="add-remove")
     with pytest.raises(ValueError, match="run.adjacency must be 'replace' for data-parallel training"):
-        _prepare(run, Linear(), np.zeros((5, 0)), np.ones(5), feature_clip=1.0, target_bound=None, init=None,
+        prepare_run(run, Linear(), np.zeros((5, 0)), np.ones(5), feature_clip=1.0, target_bound=None, init=None,
                  random_state=0, dtype=np.float64, callback=None, n_rows=5)
 
 

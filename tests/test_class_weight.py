@@ -99,10 +99,10 @@ def test_bad_class_weights_are_refused_by_name(value, expected):
 
 def test_the_torch_backend_refuses_a_weighted_loss():
     pytest.importorskip("torch")
-    from noisysgd.train.torch_backend import _derivative_for
+    from noisysgd.train.torch_backend import derivative_for
 
     with pytest.raises(ValueError, match="for the torch backend"):
-        _derivative_for(ClassWeighted(BinaryLogistic(), [0.5, 1.0]))
+        derivative_for(ClassWeighted(BinaryLogistic(), [0.5, 1.0]))
 
 
 def test_the_tuner_refuses_class_weights():

@@ -30,7 +30,7 @@ from noisysgd import NoisySGDClassifier, Run
 from noisysgd.cli import main
 from noisysgd.train import BinaryLogistic, PrivacyLeakWarning, Squared, batches, engine, run_batches, train
 from noisysgd.train.checkpoint import read_checkpoint
-from noisysgd.train.engine import _thresholds
+from noisysgd.train.engine import clip_thresholds
 from noisysgd.rowmaps import augment_rows, row_norms
 from noisysgd.train.secure import SecureRandom
 from noisysgd.private_fit import Bounds, Execution, Privacy, Schedule, fit_private
@@ -308,7 +308,7 @@ def test_a_secure_checkpoint_resumes_the_same_run(tmp_path, monkeypatch):
     # W₁₁ = (1 − ηλ)W₁₀ − η(g(W₁₀) + ξ) on the 11th batch, so the implied noise ξ is N(0, σ²)-sized
     W10, eta, lam, sigma = ck.arrays["W"], 0.3, 0.01, run.noise_multiplier * run.lipschitz / 20
     Xbar, norms = augment_rows(X, 2.0, np.dtype(np.float64), row_norms(X))
-    tau = _thresholds(run.lipschitz, norms, np.dtype(np.float64))
+    tau = clip_thresholds(run.lipschitz, norms, np.dtype(np.float64))
     batch = order[:20]  # step 11 is the first batch of epoch 2
     D = BinaryLogistic().clipped_derivative(Xbar[batch] @ W10, 2.0 * y[batch] - 1.0, tau[batch])
     g = Xbar[batch].T @ D / 20

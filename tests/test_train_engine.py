@@ -454,7 +454,7 @@ def test_bounds_survive_rounding(dtype):
     """In float32 as in float64: every clipped per-example gradient, as the engine
     computes it from its rounded features and thresholds, has norm <= L, and every
     iterate stays inside the ball of diameter D (the analyses rely on both)."""
-    from noisysgd.train.engine import _thresholds
+    from noisysgd.train.engine import clip_thresholds
     from noisysgd.rowmaps import augment_rows, row_norms
 
     rng = np.random.default_rng(5)
@@ -464,7 +464,7 @@ def test_bounds_survive_rounding(dtype):
     L, R = 0.3, 2.0
     dt = np.dtype(dtype)
     Xbar, norms = augment_rows(X, R, dt, row_norms(X))
-    tau = _thresholds(L, norms, dt)
+    tau = clip_thresholds(L, norms, dt)
     for loss in (OneVsRestLogistic(k), Softmax(k)):
         W = rng.normal(size=(d + 1, k)).astype(dt) * 3
         D = loss.clipped_derivative(Xbar @ W, y, tau)
