@@ -283,10 +283,19 @@ def _informative(s):
     return s[s < WIDEST]
 
 
+def _ratio_at_least_one(s) -> float:
+    big = _informative(s)
+    big = big[big >= 1.0]
+    return float(big.max() / np.median(big)) if len(big) else 0.0
+
+
 STATISTICS = {
     # max/median of the scales, uninformative columns (s = 2^17) left out
     "max/median (informative)": lambda s, r: (float(_informative(s).max() / np.median(_informative(s)))
                                               if len(_informative(s)) else 0.0),
+    # max/median over the informative columns whose scale is at least 1 (|x| reaches 1 in 5 % of rows):
+    # a nearly-zero column (digits' border pixels, scale 2^-15) does not pull the median down
+    "max/median (informative, s >= 1)": lambda s, r: _ratio_at_least_one(s),
     # max/median of every column's scale (uninformative ones at 2^17)
     "max/median (all)": lambda s, r: float(np.max(s) / np.median(s)),
     # share of the largest s_j^2 in sum s_j^2 (informative columns)
@@ -304,6 +313,7 @@ STATISTICS = {
 }
 THRESHOLDS = {
     "max/median (informative)": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    "max/median (informative, s >= 1)": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     "max/median (all)": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2 ** 15],
     "top share of s^2 (informative)": [0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999],
     "sqrt(sum s^2) (informative)": [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096],
