@@ -1,0 +1,47 @@
+"""The one private pipeline (noisysgd.pipeline.fit_declared): every decision the defaults take from the
+data is a function of the charged queries' answers and of public quantities.  Given the same answers
+(replayed through ``recorded``, the mechanism a resumed checkpoint uses), two different data sets of the
+same public shape get the same configuration, the same noise and the same certificate — only the trained
+coefficients differ."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from noisysgd.pipeline import Declared, classification_loss, fit_declared
+from noisysgd.private_fit import Execution
+
+
+def _data(seed: int, scale):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(6000, 6)) * scale
+    y = (X @ rng.normal(size=6) > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("feature_range", [None, "private"])
+def test_given_the_queries_answers_nothing_else_of_the_data_moves_a_decision(feature_range):
+    decl = Declared(task="classification", epsilon=1.0, delta=None, noise_multiplier=None, feature_clip=1.0,
+                    intercept_scaling=0.25, intercept_auto=True, clip_norm="auto", release="auto",
+                    feature_range=feature_range, center="private")
+    loss = classification_loss(2)
+    X1, y1 = _data(0, np.array([1.0, 3.0, 0.5, 10.0, 1.0, 2.0]))
+    X2, y2 = _data(1, np.array([50.0, 0.1, 7.0, 1.0, 0.01, 300.0]))  # other rows, other scales, same shape
+    first = fit_declared(X1, y1, loss, decl, Execution(random_state=0))
+    answers = json.loads(json.dumps(first.fit.certificate["preprocessing"]))  # as a checkpoint records them
+    kinds = {e.kind for e in first.queries}
+    assert {"center", "curvature"} <= kinds and (feature_range is None) == ("feature_range" not in kinds)
+    second = fit_declared(X2, y2, loss, decl, Execution(random_state=0), recorded=answers)
+    a, b = first.fit.certificate, second.fit.certificate
+    assert second.config == first.config  # the configuration: public quantities and charged answers only
+    assert second.fit.noise_multiplier == first.fit.noise_multiplier
+    assert second.fit.run == first.fit.run
+    assert (b["epsilon_total"], b["delta_total"]) == (a["epsilon_total"], a["delta_total"])
+    assert second.feature_clip == first.feature_clip and second.intercept_scaling == first.intercept_scaling
+    assert not np.allclose(second.fit.result.coef, first.fit.result.coef)  # (it did train on other rows)
+    # and the answers were needed: asked afresh on the other rows, the queries answer differently
+    fresh = fit_declared(X2, y2, loss, decl, Execution(random_state=0))
+    assert fresh.fit.certificate["preprocessing"] != a["preprocessing"]
