@@ -626,6 +626,7 @@ class Composed:
     method: str
     epsilon_basic: float
     rests_on: tuple
+    epsilon_train: float = math.nan  # the training's ε that basic composition added the query's to
 
 
 def _rests_on(r) -> tuple:
@@ -675,7 +676,7 @@ def compose_with_query(report: EpsilonReport | None, query: dict, *, eps_train: 
         train = min(candidates, key=lambda r: r.epsilon, default=None) if covering is not None else report.best
         if train is None:
             return Composed(math.inf, (delta_train if delta_train is not None else report.delta) + query["delta"],
-                            "no analysis covers the release", math.inf, ())
+                            "no analysis covers the release", math.inf, (), math.inf)
         eps_train, basis = train.epsilon, _rests_on(train)
     else:
         basis = () if report is None or report.best is None else _rests_on(report.best)
@@ -713,10 +714,10 @@ def compose_with_query(report: EpsilonReport | None, query: dict, *, eps_train: 
                 continue
             if math.isfinite(e) and e < eps:
                 eps, method, rests_on = float(e), how, _rests_on(r)
-    return Composed(float(eps), float(delta), method, float(eps_basic), tuple(rests_on))
+    return Composed(float(eps), float(delta), method, float(eps_basic), tuple(rests_on), float(eps_train))
 
 
-def certify_composed(certificate: dict, composed: Composed, eps_train: float, delta_train: float, adjacency: str,
+def certify_composed(certificate: dict, composed: Composed, delta_train: float, adjacency: str,
                      query: dict) -> None:
     """Write ``composed`` (:func:`compose_with_query`) into a training ``certificate``: its guarantee
     then covers the model *and* the query's answer (the training's own kept as ``training_guarantee``)."""
@@ -728,7 +729,7 @@ def certify_composed(certificate: dict, composed: Composed, eps_train: float, de
     text = (f"({composed.epsilon:.6g}, {composed.delta:.3g})-DP for the final model and {what}, {adjacency} "
             f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
             f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
-            f"({eps_train:.6g}, {delta_train:.3g}) by {composed.method}")
+            f"({composed.epsilon_train:.6g}, {delta_train:.3g}) by {composed.method}")
     cert = certificate.get("certificate")
     if isinstance(cert, dict):
         cert["training_guarantee"] = cert.get("guarantee")
@@ -746,8 +747,7 @@ def compose_query(certificate: dict, eps_train: float, delta_train: float, adjac
     :func:`certify_composed`.  Returns the total (ε, δ), at δ = δ_train + δ_query."""
     composed = compose_with_query(report, query, eps_train=eps_train, delta_train=delta_train, covering=covering,
                                   exclude=exclude)
-    certify_composed(certificate, composed, eps_train if covering is None else composed.epsilon_basic
-                     - query["epsilon"], delta_train, adjacency, query)
+    certify_composed(certificate, composed, delta_train, adjacency, query)
     return composed.epsilon, composed.delta
 
 

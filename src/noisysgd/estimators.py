@@ -194,15 +194,10 @@ class _NoisySGDBase(BaseEstimator):
             frange = check_feature_range(self, requested, self.n_features_in_)  # (the columns as given)
             if self._encoding is not None:
                 frange = self._encoding.ranges(frange)  # a category's 0/1 column in [0, 1]
-        return Declared(
-            task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
-            epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"], epochs=p["epochs"],
-            batch_size=p["batch_size"], batching=p["batching"], learning_rate=p["learning_rate"], alpha=p["alpha"],
-            feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"],
-            intercept_auto=is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO, clip_norm=p["clip_norm"],
-            diameter=p["diameter"], target_bound=target_bound, adjacency=p["adjacency"], public_n=p["public_n"],
-            analyses=self.analysis, release=p["release"], initialization=p["initialization"],
-            feature_range=frange, center=self._center_rule(p))
+        return Declared.from_params(
+            p, task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
+            intercept_auto=is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO, target_bound=target_bound,
+            analyses=self.analysis, feature_range=frange, center=self._center_rule(p))
 
     def _center_rule(self, p) -> str | None:
         """``center`` checked and resolved: None or "private" ("auto": "private" when a target

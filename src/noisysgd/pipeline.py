@@ -28,7 +28,7 @@ A data-parallel run (``Execution.trainer``) asks no query: a rank holds its shar
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -117,6 +117,14 @@ class Declared:
             raise ValueError("a private preprocessing query (center or feature_range 'private') spends a share of "
                              "epsilon, so it needs epsilon, not noise_multiplier.")
 
+    @classmethod
+    def from_params(cls, p: dict, **rest) -> "Declared":
+        """A declaration from checked parameters in :func:`noisysgd.config.configure`'s vocabulary
+        (the estimators' :func:`noisysgd.params.check_common`, the CLI's flags): every field ``p``
+        names, then ``rest`` (what the caller resolves itself)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{**{k: v for k, v in p.items() if k in names}, **rest})
+
     def params(self) -> dict:
         """The mutable dict :func:`noisysgd.config.configure` and the queries read and fill."""
         return {k: getattr(self, k) for k in (
@@ -170,7 +178,8 @@ class FeatureMap:
 @dataclass(frozen=True)
 class DeclaredFit:
     """The outcome of :func:`fit_declared`: the private fit (its certificate complete: the
-    configuration and the queries in it), the queries asked, the map the rows went through,
+    configuration and the queries in it), the queries asked (and ``query``, the one Gaussian the
+    accountant composed them into: :func:`combine_queries`), the map the rows went through,
     the training's clip and bias coordinate (after centering), the rows as trained on (described,
     not copied), and the warnings the queries raised (the caller issues them once it has trained)."""
 
@@ -181,6 +190,7 @@ class DeclaredFit:
     intercept_scaling: float
     schedule: Schedule
     config: dict
+    query: dict | None = field(repr=False, default=None)
     rows: Any = field(repr=False, default=None)
     deferred: tuple = field(repr=False, default=())
 
@@ -188,11 +198,6 @@ class DeclaredFit:
     def total(self) -> tuple[float, float]:
         """(ε, δ) of everything released: the model and the queries' answers."""
         return self.fit.total
-
-    @property
-    def query(self) -> dict | None:
-        """The queries as the accountant composes them (one Gaussian: :func:`combine_queries`), or None."""
-        return combine_queries([e.details for e in self.queries])
 
 
 def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Execution(), *,
@@ -241,7 +246,7 @@ def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Ex
         else:
             certificate["preprocessing"] = {"feature_range": DECLARED_RANGES}
     return DeclaredFit(fit, tuple(events), fmap, p["feature_clip"], p["intercept_scaling"], schedule, config,
-                       rows=X, deferred=tuple(deferred))
+                       query=query, rows=X, deferred=tuple(deferred))
 
 
 def _delta(p: dict, n: int) -> float:

@@ -519,8 +519,7 @@ def certify(calibrated: Calibrated, result: TrainResult, privacy: Privacy, n: in
         # an average of the iterates: only the analyses that account every iterate may carry the total
         covering = EVERY_ITERATE if "released" in result.enforced else None
         composed = compose_with_query(calibrated.report, query, covering=covering)
-        certify_composed(certificate, composed, composed.epsilon_basic - query["epsilon"], calibrated.report.delta,
-                         calibrated.run.adjacency, query)
+        certify_composed(certificate, composed, calibrated.report.delta, calibrated.run.adjacency, query)
     if "released" in result.enforced:  # the tail average, which composition (every iterate) covers
         guarantee = certificate["certificate"]["guarantee"]
         certificate["certificate"]["guarantee"] = guarantee.replace(

@@ -264,13 +264,10 @@ def declared(args, d: int, epsilon, *, queries: bool = True, table=None) -> Decl
     ``--feature-range COL=LOW:HIGH`` names (:func:`feature_range_flag`)."""
     check_schedule_flags(args, epsilon, args.delta)  # a bad flag is refused before any private query
     p = flag_params(args, epsilon, args.delta)
-    return Declared(
-        task=args.task, epsilon=epsilon, delta=args.delta, noise_multiplier=args.noise_multiplier,
-        epochs=p["epochs"], batch_size=p["batch_size"], batching=p["batching"], learning_rate=p["learning_rate"],
-        alpha=p["alpha"], feature_clip=args.feature_clip, intercept_scaling=args.intercept_scaling,
-        intercept_auto=args.intercept_auto, clip_norm=args.clip_norm, diameter=args.diameter,
-        target_bound=args.target_bound, adjacency=args.adjacency, public_n=args.public_n,
-        analyses=args.analysis or "best", release=RELEASE[args.average], initialization=args.initialization,
+    return Declared.from_params(
+        p, task=args.task, intercept_auto=args.intercept_auto, target_bound=args.target_bound,
+        public_n=args.public_n, analyses=args.analysis or "best", release=RELEASE[args.average],
+        initialization=args.initialization,
         feature_range=feature_range_flag(args, d, epsilon, table) if queries else None,
         center=center_rule(args, epsilon) if queries else None)
 
