@@ -181,3 +181,20 @@ def test_the_pruned_search_chooses_what_the_exhaustive_one_chooses(n, d, outputs
     assert all(a == b for a, b in calibrated)
     if fixed is None and adjacency == "replace":
         assert len(pruned) >= len(full.candidates) // 2  # the point: most rows are never calibrated
+
+
+@pytest.mark.parametrize("k", [-10, -3, 2])
+def test_the_choice_does_not_depend_on_the_rows_units(k):
+    """Rows scaled by c = 2^k (clip cR, Lipschitz cL, smoothness c²M, as a loss on those rows has):
+    the same run — batching, batch size, epochs, noise — at λ·c² and learning rate/c², the same
+    proxy.  Powers of two scale every product exactly, so the equality is exact, not a rounding
+    accident; λ in absolute units (before issue 43 §2) chose 1e-5 at every scale, and at c = 2^-10
+    a proxy dominated by the regularization bias λB²/2."""
+    c = 2.0 ** k
+    base = auto_config(epsilon=1.0, **PUBLIC).chosen
+    scaled = auto_config(epsilon=1.0, **{**PUBLIC, "lipschitz": PUBLIC["lipschitz"] * c,
+                                         "smoothness": PUBLIC["smoothness"] * c * c}, feature_clip=c).chosen
+    for key in ("batching", "batch_size", "epochs", "regime", "steps", "noise_multiplier", "proxy"):
+        assert scaled[key] == base[key], key
+    assert scaled["alpha"] == base["alpha"] * c * c
+    assert scaled["learning_rate"] == base["learning_rate"] / (c * c)

@@ -67,6 +67,21 @@ proof: only the variance of the stochastic gradient costs, not its mean)
 
 is a third candidate; the proxy takes the smallest that holds.
 
+**The rows' scale**.  The proxy assumes nothing about the rows' units beyond their clip R: with
+rows of norm ≤ R, M and V grow like R², L like R, and the assumed model norm B like 1/R, so every
+term above is the same number for rows scaled by any c > 0 — provided λ scales like R² too, which
+is why the grid of λ is ``GRID["alpha"]``·R² (λ in units of the rows' squared clip; at R = 1, the
+default clip of rows that are not centered, the grid itself).  A grid fixed in absolute units made
+the search depend on the rows' units: on a raw table whose one large column makes the centered
+rows' clip R_c ≈ 0.006 (ISLR's ``Default``), λ = 1e-5 already cost λB²/2 ≈ 13, every candidate's
+proxy was that bias, the chosen run could not move the intercept to the base rate (learning rate
+2.5·10⁴, 24 % of the rows predicted positive against 3.3 %), and accuracy fell 7–9 points under
+the majority class; with λ in units of R² the same fits reach the majority class or better
+(benchmarks/raw_tables, README §8).  The scale invariance is exact for R a power of two
+(``tests/test_config.py``).  What stays assumed is the *shape* of the rows within the ball: a good
+model's scores are a few units when the rows fill it (B), and the step follows the data's
+curvature (M·λ̂/R̄²) only where the private curvature query measured it.
+
 **Two regimes**.  The grid above is the *hidden-state* regime:
 η = 1/(2(M + λ)) (under the analyses' contraction limits), certified by the best
 hidden-state bound, only the last iterate released.  The *amplified-composition*
@@ -129,7 +144,9 @@ MODEL_NORM = 10.0
 #: Analyses the search calibrates with: fast for cyclic and full batches.  The
 #: estimator then calibrates the chosen run with all analyses (smaller or equal z).
 SEARCH_ANALYSES = ("shifted-interpolation", "ye-shokri", "composition")
-#: The grid searched for the parameters left to "auto".
+#: The grid searched for the parameters left to "auto".  ``alpha`` is in units of R² (the rows'
+#: clip squared, after centering where the rows are centered): :func:`auto_config` searches
+#: λ = a·R² for a in the grid (module docstring, "The rows' scale").
 GRID = {
     "batching": ("cyclic", "full"),
     "batch_size": (64, 256, 1024),
@@ -381,7 +398,8 @@ def _auto_config(key: tuple, prune: bool) -> AutoConfig:
     p = (d + 1) * outputs
     batchings = (fixed["batching"],) if "batching" in fixed else (
         GRID["batching"] if adjacency == "replace" else (ADD_REMOVE_BATCHING,))
-    alphas = (fixed["alpha"],) if "alpha" in fixed else GRID["alpha"]
+    # λ in units of R² (module docstring, "The rows' scale"): the proxy does not depend on the rows' units
+    alphas = (fixed["alpha"],) if "alpha" in fixed else tuple(a * R * R for a in GRID["alpha"])
     if not convex:
         alphas = (0.0,)  # a non-convex (clipped softmax) loss: no strong convexity to claim
     search = tuple(a for a in SEARCH_ANALYSES if a in ANALYSES)
