@@ -74,7 +74,8 @@ def test_estimator_class_weight_is_declared_normalized_and_lifts_the_rare_class(
     X, y = _imbalanced()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plain = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
+        plain = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0,
+                                            prior=None).fit(X, y)  # (class weights turn the class prior off)
         weighted = noisysgd.NoisySGDClassifier(epsilon=3.0, classes=[0, 1], random_state=0,
                                                class_weight={0: 1.0, 1: 5.0}).fit(X, y)
     assert weighted.privacy_report_["class_weight"]["weights"] == {"0": 0.2, "1": 1.0}

@@ -176,7 +176,8 @@ def test_a_fit_certifies_the_curvature_with_the_model():
     y = (X @ rng.normal(size=20) > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NoisySGDClassifier(epsilon=1.0, random_state=0, classes=[0, 1]).fit(X, y)
+        clf = NoisySGDClassifier(epsilon=1.0, random_state=0, classes=[0, 1], feature_range=None,
+                                 prior=None).fit(X, y)  # (the mean and the curvature alone)
     pre = clf.privacy_report_["preprocessing"]
     parts = {("curvature" if "curvature" in q else "center"): q for q in pre["parts"]}
     assert set(parts) == {"curvature", "center"}

@@ -109,7 +109,7 @@ def test_flags_and_file_give_the_declared_arrays(tmp_path):
     (["--feature-range", "age=0:120", "--feature-range", "0,1"],
      "--feature-range LOW,HIGH and --feature-range private cover every column: give one of them alone"),
     (["--feature-range", "private", "--feature-range", "age=0:1"], "cover every column: give one of them alone"),
-    (["--feature-range", "3"], "--feature-range must be LOW,HIGH (two numbers) or 'private'. Found '3'"),
+    (["--feature-range", "3"], "--feature-range must be LOW,HIGH (two numbers), 'private', 'auto' or 'none'. Found '3'"),
     (["--feature-range-file", "missing.csv"], "--feature-range-file must be a readable UTF-8 CSV file"),
 ])
 def test_bad_bounds_are_refused_in_one_line(tmp_path, capsys, monkeypatch, argv, message):

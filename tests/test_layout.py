@@ -18,7 +18,7 @@ LAYERS = [
     {"accountant", "planning"},
     {"train"},
     {"preprocessing", "private_fit", "model", "params"},
-    {"config", "audit", "figures", "curvature", "scalers"},
+    {"config", "audit", "figures", "curvature", "scalers", "prior"},
     {"pipeline"},
     {"estimators", "tuning", "demo"},
     {"cli"},

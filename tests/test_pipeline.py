@@ -22,11 +22,11 @@ def _data(seed: int, scale):
     return X, y
 
 
-@pytest.mark.parametrize("feature_range", [None, "private"])
-def test_given_the_queries_answers_nothing_else_of_the_data_moves_a_decision(feature_range):
+@pytest.mark.parametrize("feature_range, prior", [(None, False), ("private", False), (None, True), ("auto", True)])
+def test_given_the_queries_answers_nothing_else_of_the_data_moves_a_decision(feature_range, prior):
     decl = Declared(task="classification", epsilon=1.0, delta=None, noise_multiplier=None, feature_clip=1.0,
                     intercept_scaling=0.25, intercept_auto=True, clip_norm="auto", release="auto",
-                    feature_range=feature_range, center="private")
+                    feature_range=feature_range, center="private", prior=prior)
     loss = classification_loss(2)
     X1, y1 = _data(0, np.array([1.0, 3.0, 0.5, 10.0, 1.0, 2.0]))
     X2, y2 = _data(1, np.array([50.0, 0.1, 7.0, 1.0, 0.01, 300.0]))  # other rows, other scales, same shape
@@ -34,6 +34,7 @@ def test_given_the_queries_answers_nothing_else_of_the_data_moves_a_decision(fea
     answers = json.loads(json.dumps(first.fit.certificate["preprocessing"]))  # as a checkpoint records them
     kinds = {e.kind for e in first.queries}
     assert {"center", "curvature"} <= kinds and (feature_range is None) == ("feature_range" not in kinds)
+    assert prior == ({"class_prior", "release_check"} <= kinds)
     second = fit_declared(X2, y2, loss, decl, Execution(random_state=0), recorded=answers)
     a, b = first.fit.certificate, second.fit.certificate
     assert second.config == first.config  # the configuration: public quantities and charged answers only
@@ -41,6 +42,10 @@ def test_given_the_queries_answers_nothing_else_of_the_data_moves_a_decision(fea
     assert second.fit.run == first.fit.run
     assert (b["epsilon_total"], b["delta_total"]) == (a["epsilon_total"], a["delta_total"])
     assert second.feature_clip == first.feature_clip and second.intercept_scaling == first.intercept_scaling
+    if prior:  # the start: the prior's log-odds, from the replayed counts (the check is asked afresh: it reads the model)
+        assert np.array_equal(second.schedule.start, first.schedule.start) and first.schedule.start[-1] != 0
+    else:
+        assert first.schedule.start is None
     assert not np.allclose(second.fit.result.coef, first.fit.result.coef)  # (it did train on other rows)
     # and the answers were needed: asked afresh on the other rows, the queries answer differently
     fresh = fit_declared(X2, y2, loss, decl, Execution(random_state=0))

@@ -268,7 +268,7 @@ def test_train_cli_feature_range_is_saved_and_applied_by_the_model(iris_files, t
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--feature-range", "3"], "--feature-range must be LOW,HIGH (two numbers) or 'private'. Found '3'"),
+    (["--feature-range", "3"], "--feature-range must be LOW,HIGH (two numbers), 'private', 'auto' or 'none'. Found '3'"),
     (["--feature-range", "5,1"], "--feature-range must have finite LOW < HIGH"),
     (["--feature-range", "private", "--noise-multiplier", "3"], "cannot be combined with --noise-multiplier"),
 ])
@@ -379,7 +379,7 @@ def test_train_cli_centers_as_the_estimator_does(iris_files, tmp_path):
     np.testing.assert_allclose(model.center[0], est.center_, rtol=1e-13)
     assert model.center[1] == 8.0 and model.feature_clip == pytest.approx(est.feature_clip_, rel=1e-13)
     assert model.intercept_scaling == pytest.approx(est.feature_clip_ / 4)
-    assert cert["preprocessing"]["center"] == "private" and "private centering" in cert["certificate"]["guarantee"]
+    assert cert["preprocessing"]["center"] == "private" and "centering" in cert["certificate"]["guarantee"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["epsilon"] == pytest.approx(est.epsilon_, rel=1e-12) and metrics["epsilon"] <= 2.0
     np.testing.assert_allclose(model.decision_function(X), est.decision_function(X), rtol=1e-10, atol=1e-10)

@@ -120,7 +120,7 @@ def test_the_classifier_centers_by_default_and_certifies_the_mean_with_the_model
     rep = clf.privacy_report_
     pre = rep["preprocessing"]
     assert pre["center"] == "private" and pre["centered"]
-    assert "private centering" in rep["certificate"]["guarantee"]
+    assert "centering" in rep["certificate"]["guarantee"].split("-DP for")[1].split(", replace")[0]
     # GDP composition of shifted interpolation (mu) and the mean query (mu_q), converted exactly at
     # the total delta: checked with the mpmath transcription of the tradeoff
     assert "GDP composition of shifted-interpolation" in rep["certificate"]["guarantee"]
@@ -171,7 +171,7 @@ def test_a_composition_run_composes_the_mean_into_its_pld_as_dp_accounting_does(
 @pytest.mark.slow
 def test_without_centering_the_model_and_certificate_are_as_before():
     X, y = _digits()
-    clf = NoisySGDClassifier(epsilon=1.0, center=None, random_state=0).fit(X, y)
+    clf = NoisySGDClassifier(epsilon=1.0, center=None, feature_range=None, prior=None, random_state=0).fit(X, y)
     assert clf.center_ is None and clf.feature_clip_ == 1.0 and "preprocessing" not in clf.privacy_report_
     assert clf.epsilon_ == clf.fit_.epsilon
 
@@ -186,7 +186,7 @@ def test_centering_composes_with_private_ranges():
     X = X * 10.0 ** np.linspace(-3, 3, 10) + 5.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", random_state=0).fit(X, y)
+        clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", prior=None, random_state=0).fit(X, y)
     pre = clf.privacy_report_["preprocessing"]
     assert pre["feature_range"] == "private" and pre["center"] == "private" and len(pre["parts"]) == 3
     assert [("feature_range" in p, "center" in p, "curvature" in p) for p in pre["parts"]] == [
@@ -195,7 +195,7 @@ def test_centering_composes_with_private_ranges():
     assert pre["epsilon"] == pytest.approx(sum(p["epsilon"] for p in pre["parts"]))
     assert pre["delta"] == pytest.approx(1e-6 * (0.1 + 0.9 * 0.1 + 0.9 * 0.9 * 0.05))
     assert clf.epsilon_ <= 2.0 and clf.delta_ == pytest.approx(1e-6)
-    assert "private feature ranges and its private centering" in clf.privacy_report_["certificate"]["guarantee"]
+    assert "private feature ranges, centering" in clf.privacy_report_["certificate"]["guarantee"]
 
 
 def test_centering_is_checked_and_named():
@@ -258,7 +258,7 @@ def test_a_resumed_fit_reuses_the_recorded_mean(tmp_path, monkeypatch):
     """Fresh entropy (no seed): a resumed fit must not draw the mean again (the checkpoint's iterate was
     trained on rows centered on the first answer, and a second draw would answer the query twice): it
     reads the answer from the checkpoint, resumes, and releases that mean."""
-    from noisysgd.preprocessing import recorded_query
+    from noisysgd.preprocessing import recorded_part, recorded_query
 
     X, y = _digits()
     path = tmp_path / "c.ckpt"
@@ -269,11 +269,15 @@ def test_a_resumed_fit_reuses_the_recorded_mean(tmp_path, monkeypatch):
         with pytest.raises(_Interrupted):
             NoisySGDClassifier(**kw).fit(X, y)
     recorded = recorded_query(path)
+    mean = recorded_part(recorded, "center")  # (among the queries asked: ranges, mean, class prior)
     assert recorded["center"] == "private" and recorded["centered"]
     clf = NoisySGDClassifier(**kw).fit(X, y)
     assert clf.privacy_report_["certificate"]["trainer_enforced"]["checkpoint"]["resumed_at_step"] == 17
-    np.testing.assert_array_equal(clf.center_, recorded["mean"])
-    assert clf.feature_clip_ == recorded["feature_clip_after_centering"] and not path.exists()
+    np.testing.assert_array_equal(clf.center_, mean["mean"])
+    assert clf.feature_clip_ == mean["feature_clip_after_centering"] and not path.exists()
+    prior = recorded_part(recorded, "class_prior")  # and the run's start: the same counts, not drawn again
+    assert prior is not None and next(p_ for p_ in clf.privacy_report_["preprocessing"]["parts"]
+                                      if "class_prior" in p_)["class_prior"] == prior["class_prior"]
 
 
 @pytest.mark.slow

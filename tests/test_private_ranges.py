@@ -63,9 +63,9 @@ def test_the_estimator_certifies_the_model_and_the_ranges_together():
     X = X * 10.0 ** np.linspace(-3, 3, 10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # center=None: the range query alone (with centering too: test_private_center.py); cyclic
+        # center=None, prior=None: the range query alone (with centering too: test_private_center.py); cyclic
         # batches: a hidden-state run (GDP composition below), no curvature query for a composition step
-        clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", center=None,
+        clf = NoisySGDClassifier(epsilon=2.0, delta=1e-6, feature_range="private", center=None, prior=None,
                                  batching="cyclic", random_state=0).fit(X, y)
     rep = clf.privacy_report_
     pre = rep["preprocessing"]
@@ -185,3 +185,45 @@ def test_the_issue_27_table_is_never_a_silent_majority_model():
         warnings.simplefilter("ignore")
         scaled = NoisySGDClassifier(epsilon=1e4, classes=[0, 1], feature_range="private", random_state=0).fit(X, y)
     assert balanced_accuracy(y, scaled.predict(X)) > 0.6
+
+
+def test_the_scaling_decision_reads_the_answer_alone():
+    """feature_range="auto": scale when the trusted scales differ by more than SCALING_RATIO, over the
+    columns seen at the strict floor and above the lowest bucket; keep the rows when too many columns went
+    unseen (scaling would send them to almost nothing)."""
+    from noisysgd.preprocessing import SCALING_RATIO, scaling_decision
+
+    low = 2.0 ** -15
+    base = {"lowest_scale": low, "uninformative_features": 0}
+    mixed = {**base, "scales": [2.0, 4.0, 4096.0], "strict_scales": [2.0, 4.0, 4096.0]}
+    assert scaling_decision(mixed)[0]
+    one_scale = {**base, "scales": [8.0, 16.0, 16.0, 8.0], "strict_scales": [8.0, 16.0, 16.0, 8.0]}
+    assert not scaling_decision(one_scale)[0]
+    # digits' border pixels: nearly always 0, the lowest bucket — they do not pull the median down
+    pixels = [low] * 30 + [8.0, 16.0] * 17
+    assert not scaling_decision({**base, "scales": pixels, "strict_scales": pixels})[0]
+    # a noise spike read at the 3σ floor only (not at the strict one) does not decide
+    spiked = {**base, "scales": [4.0] * 19 + [256.0], "strict_scales": [4.0] * 19 + [4.0]}
+    assert not scaling_decision(spiked)[0]
+    # the threshold is strict: a ratio of exactly SCALING_RATIO keeps the rows
+    assert not scaling_decision({**base, "scales": [1.0, SCALING_RATIO], "strict_scales": [1.0, SCALING_RATIO]})[0]
+    unseen = {**mixed, "uninformative_features": 1, "scales": [2.0, 2.0 ** 17, 4096.0]}
+    assert scaling_decision(unseen)[0] is False  # 1 of 3 unseen: over the quarter
+    assert "too few columns" in scaling_decision(unseen)[1]
+
+
+@pytest.mark.parametrize("scale, expect", [(np.array([1.0, 1.0, 1.0, 1.0, 1.0]), False),
+                                          (np.array([1.0, 1.0, 1.0, 1.0, 5000.0]), True)])
+def test_auto_scales_mixed_units_and_keeps_one_scale(scale, expect):
+    """The estimator's default: the same query as "private" (charged either way), the rows scaled only
+    where the columns' units differ; the certificate says which and why."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 5)) * scale
+    y = (X[:, 0] / scale[0] + X[:, 4] / scale[4] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NoisySGDClassifier(epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
+    part = next(p for p in clf.privacy_report_["preprocessing"]["parts"] if "scales" in p)
+    assert part["feature_range"] == "private" and part["epsilon"] > 0  # charged either way
+    assert (clf.feature_map_.ranges is not None) == expect
+    assert ("scaled by the private ranges" in part["decision"]) == expect

@@ -36,11 +36,11 @@ def blobs(tmp_path):
 def test_train_writes_model_certificate_and_metrics(tmp_path, capsys, blobs):
     path, X, y = blobs
     out = tmp_path / "model"
-    # --center none: the model file and the certificate of the training run alone (centered models:
-    # test_private_center.py, test_predict.py)
+    # --center, --feature-range and --prior none: the model file and the certificate of the training run alone
+    # (with the queries: test_private_center.py, test_predict.py, test_prior.py)
     assert main(["train", str(path), "--target", "label", "--epsilon", "1", "--delta", "1e-5",
                  "--feature-clip", "4", "--epochs", "20", "--batch-size", "100", "--seed", "0", "--center", "none",
-                 "--out", str(out), "--quiet"]) == 0
+                 "--feature-range", "none", "--prior", "none", "--out", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "(1, 1e-05)-DP" in text or "-DP for the final model only" in text
     assert sorted(os.listdir(out)) == ["certificate.json", "metrics.json", "model.json"]

@@ -723,11 +723,13 @@ def certify_composed(certificate: dict, composed: Composed, delta_train: float, 
     then covers the model *and* the query's answer (the training's own kept as ``training_guarantee``)."""
     mu_q = query.get("mu")
     certificate["preprocessing"] = dict(query)
-    what = " and ".join(w for k, w in (("feature_range", "its private feature ranges"),
-                                        ("center", "its private centering"),
-                                        ("curvature", "its private curvature estimate")) if k in query) or "its preprocessing"
+    parts = [w for k, w in (("feature_range", "feature ranges"), ("center", "centering"),
+                            ("curvature", "curvature estimate"), ("class_prior", "class prior"),
+                            ("release_check", "release check")) if k in query]
+    what = ("its private " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+            if parts else "its preprocessing")
     text = (f"({composed.epsilon:.6g}, {composed.delta:.3g})-DP for the final model and {what}, {adjacency} "
-            f"adjacency: the preprocessing query (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
+            f"adjacency: the private queries (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
             f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "
             f"({composed.epsilon_train:.6g}, {delta_train:.3g}) by {composed.method}")
     cert = certificate.get("certificate")

@@ -743,13 +743,17 @@ def composition_searched(p: dict) -> bool:
             and fixed_parameters(p).get("batching", "poisson") == "poisson")
 
 
-def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | None = None) -> dict:
+def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | None = None,
+              search_epsilon: float | None = None) -> dict:
     """Fill the "auto" epochs, batch_size, batching and alpha of ``p`` (an estimator's checked
     parameters: those keys plus epsilon, delta, noise_multiplier, learning_rate, feature_clip,
     clip_norm, diameter, adjacency) in place, from public quantities only (:func:`auto_config`),
     for ``n`` rows of ``d`` features; returns the certificate's "config" entry.  The estimators,
     ``noisysgd train`` and ``NoisySGDClassifierCV`` all choose through it.  ``curvature``: the
-    ratio of a private curvature query (:func:`noisysgd.curvature.private_curvature_within`), or None."""
+    ratio of a private curvature query (:func:`noisysgd.curvature.private_curvature_within`), or None.
+    ``search_epsilon``: the ε the search calibrates its candidates to, where it differs from
+    ``p["epsilon"]`` (the pipeline's estimate of the run's ε once queries asked after the search's
+    choice are composed in, :func:`noisysgd.pipeline.fit_declared`); None: ``p["epsilon"]``."""
     from .private_fit import default_delta as _default_delta
 
     names = ("batching", "batch_size", "epochs", "alpha")
@@ -774,7 +778,8 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
         return {"auto": auto, "explanation": "the loss has no smoothness constant (not convex): "
                 "the pre-auto defaults with alpha=0, no search"}
     outputs = 1 if loss.n_classes is None else loss.n_classes
-    cfg = auto_config(n=n, d=d, outputs=outputs, epsilon=p["epsilon"], delta=delta, lipschitz=c.lipschitz,
+    eps = p["epsilon"] if search_epsilon is None or p["epsilon"] is None else float(search_epsilon)
+    cfg = auto_config(n=n, d=d, outputs=outputs, epsilon=eps, delta=delta, lipschitz=c.lipschitz,
                       smoothness=c.smoothness, convex=c.convex, feature_clip=p["feature_clip"],
                       adjacency=p["adjacency"], noise_multiplier=p["noise_multiplier"],
                       learning_rate=p["learning_rate"], fixed=fixed, curvature=curvature)

@@ -113,6 +113,9 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
                                      "learning_rate", "multi_class")}
     common["classes"] = classes
     common["average"] = False  # (a), (b), (p) release the same output, the final iterate: only the bound differs
+    # ... of the same run on the same rows: no range query, zeros as the start and no release check (the
+    # defaults' class prior and check would replace a near-chance composition model by the prior)
+    common["feature_range"], common["prior"] = None, None
     hidden = NoisySGDClassifier(epsilon=epsilon, delta=delta, random_state=seed, **common).fit(Xtr, ytr)
     with _quiet_near_chance():  # composition's model may be near chance: the table says so, no warning
         comp = NoisySGDClassifier(epsilon=epsilon, delta=delta, random_state=seed,
@@ -186,6 +189,7 @@ def run_demo(*, epsilon: float = 1.0, delta: float = 1e-5, seed: int = 0) -> dic
         "config": dict(CONFIG), "n_train": int(len(Xtr)), "n_test": int(len(Xte)),
         "defaults_config": {"regime": chosen["regime"], "explanation": config.get("explanation"),
                             "clip": clip},
+        "defaults_queries": _queries(defaults.privacy_report_),
         "run": run.to_dict(),
         "rows": rows,
         "by_analysis": by_analysis,
@@ -224,6 +228,16 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _queries(certificate: dict) -> str | None:
+    """The private queries a certificate covers besides the model, in a few words."""
+    pre = certificate.get("preprocessing") or {}
+    names = [w for k, w in (("feature_range", "ranges"), ("center", "mean"), ("curvature", "curvature"),
+                            ("class_prior", "class prior"), ("release_check", "release check")) if k in pre]
+    if not names:
+        return None
+    return "its private " + (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0])
+
+
 def _rows(result: dict) -> dict:
     return {r["key"]: r for r in result["rows"]}
 
@@ -234,7 +248,7 @@ def _defaults_block(result: dict) -> list[str]:
     shape = _shape(d["run"])
     if d.get("clip_factor") is not None:
         shape += f", gradients clipped at {d['clip_factor']:g} L"
-    released = "final model and its private mean" if result.get("centered") else "final model"
+    released = "final model and " + result["defaults_queries"] if result.get("defaults_queries") else "final model"
     return [
         f"What you get: NoisySGDClassifier(epsilon={result['epsilon']:g}, delta={result['delta']:g}), "
         "every other parameter its default",

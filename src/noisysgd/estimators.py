@@ -67,7 +67,7 @@ from .scalers import fit_rows, predict_rows, warn_about_private_preprocessing
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import ClassWeighted, Huber, Squared, encode_labels
-from .train.diagnostics import fit_warnings
+from .train.diagnostics import fit_warnings, remedy
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
 from .private_fit import Execution, resolve_learning_rate
@@ -182,14 +182,14 @@ class _NoisySGDBase(BaseEstimator):
         the messages can name them."""
         requested = getattr(self, "feature_range", None)
         if isinstance(requested, str):
-            if requested != "private":
+            if requested not in ("private", "auto"):
                 raise param_error(self, "feature_range", requested,
-                                  "None, a pair (low, high) of public bounds, or 'private'")
-            if p["epsilon"] is None:
+                                  "None, a pair (low, high) of public bounds, 'private' or 'auto'")
+            if p["epsilon"] is None and requested == "private":
                 raise param_error(self, "feature_range", requested,
-                                  "None or public bounds when noise_multiplier is given ('private' spends a "
-                                  "share of epsilon, so it needs epsilon)")
-            frange = requested
+                                  "None, 'auto' or public bounds when noise_multiplier is given ('private' spends "
+                                  "a share of epsilon, so it needs epsilon)")
+            frange = requested if p["epsilon"] is not None else None
         else:
             frange = check_feature_range(self, requested, self.n_features_in_)  # (the columns as given)
             if self._encoding is not None:
@@ -197,7 +197,17 @@ class _NoisySGDBase(BaseEstimator):
         return Declared.from_params(
             p, task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
             intercept_auto=is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO, target_bound=target_bound,
-            analyses=self.analysis, feature_range=frange, center=self._center_rule(p))
+            analyses=self.analysis, feature_range=frange, center=self._center_rule(p), prior=self._prior_rule(p))
+
+    def _prior_rule(self, p) -> bool:
+        """``prior`` checked and resolved (classifiers only): "auto" counts the class prior and
+        checks the release when a target epsilon is given and no class weights are declared."""
+        rule = getattr(self, "prior", None)
+        if rule is None:
+            return False
+        if not is_auto(rule):
+            raise param_error(self, "prior", rule, "'auto' or None")
+        return p["epsilon"] is not None and getattr(self, "class_weight", None) is None
 
     def _center_rule(self, p) -> str | None:
         """``center`` checked and resolved: None or "private" ("auto": "private" when a target
@@ -449,7 +459,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         assumes is never released: keep it as secret as the training data.**
     checkpoint_every : int or None, default=None
         Epochs between checkpoints (None: every epoch).
-    feature_range : None, pair (low, high) or "private", default=None
+    feature_range : None, pair (low, high), "private" or "auto", default="auto"
         Public bounds of the features (numbers, or arrays of length
         n_features_in_), declared from knowledge of the data's domain, never
         computed from the data: each feature is clipped to [low, high],
@@ -468,7 +478,15 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         training noise is calibrated to that composed total — the query
         then costs the training little noise (0.5 % more than no query, in
         a case measured at ε = 2).
-        Needs ``epsilon``; pays from about 10⁴ examples.
+        Needs ``epsilon``; pays from about 10⁴ examples.  ``"auto"`` (the
+        default; None when ``noise_multiplier`` is given): ask the same query,
+        then decide from its answer alone whether to scale the rows by it or
+        keep them as given (:func:`noisysgd.preprocessing.scaling_decision`:
+        scale when the columns' scales differ by more than a factor 16 and
+        the query saw at least three quarters of them) — raw tables in mixed
+        units get scaled, rows already on one scale are left alone, and the
+        query is charged either way (about 0.5 % more noise when unused);
+        ``privacy_report_["preprocessing"]`` says what was decided and why.
     intercept_scaling : float or "auto", default="auto"
         s > 0, the constant appended to every clipped feature vector as the
         bias coordinate (scikit-learn's liblinear convention: the intercept
@@ -520,6 +538,18 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         does not cover — one row with a label no other row has adds an
         output — and a :class:`~noisysgd.train.PrivacyLeakWarning` says so;
         ``privacy_report_["classes"]`` records which it was.
+    prior : "auto" or None, default="auto"
+        ``"auto"`` (with ``epsilon``, no ``class_weight``): count the classes
+        privately (a Gaussian count, 0.1 of the target's μ) and start the
+        run at their prior, so the first iterate already predicts the base
+        rate; after training, a private check (0.2 of μ) counts the training
+        rows the model gets right minus those the majority class gets right,
+        and where that noisy count is under half its noise std the prior is released instead
+        of the model (``coef_`` 0, ``intercept_`` its log-odds) with a
+        warning: on a table without signal the model falls back to the prior
+        rather than below it.  Both are charged to the certificate
+        (``privacy_report_["release_check"]``; :mod:`noisysgd.prior`).
+        None: neither (zeros as the start, the model always released).
 
     Attributes
     ----------
@@ -574,9 +604,9 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
                  batching="auto", learning_rate="auto", alpha="auto", feature_clip=1.0, clip_norm="auto",
                  diameter=None, multi_class="softmax", analysis="best", adjacency="replace",
                  initialization="fixed", dtype="float64", random_state=None, secure_mode=False,
-                 checkpoint=None, checkpoint_every=None, feature_range=None, intercept_scaling="auto",
+                 checkpoint=None, checkpoint_every=None, feature_range="auto", intercept_scaling="auto",
                  center=CLASSIFIER_CENTER, classes=None, public_n=None, average="auto", class_weight=None,
-                 categorical=None):
+                 categorical=None, prior="auto"):
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -605,6 +635,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         self.average = average
         self.class_weight = class_weight
         self.categorical = categorical
+        self.prior = prior
 
     def fit(self, X, y):
         """Calibrate the noise, train, and certify (see the class docstring)."""
@@ -650,12 +681,12 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
 
     def _warn_if_near_chance(self, X, y) -> None:
         """:func:`noisysgd.train.diagnostics.fit_warnings` (raw columns taking the norm, unless the mean said it)."""
+        if not (self.privacy_report_.get("release_check") or {}).get("kept_model", True):
+            return  # the prior was released, and its warning said why: one line, not two
         raw = self._feature_range is None and "dominant_columns" not in (self.privacy_report_.get("preprocessing") or {})
         predict = lambda rows: self._labels(self._scores(rows, validated=True))  # noqa: E731 (fit's rows, names checked)
         for line in fit_warnings(X, y, predict, who=f"{type(self).__name__}: ", raw=raw,
-                                 clip=self._feature_clip, advice="Rescale columns on large scales (public bounds: "
-                                 "feature_range=(low, high) arrays, or feature_range='private'), one-hot encode codes, "
-                                 "weigh the rare class (class_weight), lower alpha, or raise epsilon",
+                                 clip=self._feature_clip, advice=lambda found: remedy(found, names=self._names),
                                  names=self._names):
             warnings.warn(line, UserWarning, stacklevel=3)
 

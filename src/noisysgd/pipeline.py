@@ -27,6 +27,7 @@ A data-parallel run (``Execution.trainer``) asks no query: a rank holds its shar
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -35,7 +36,8 @@ import numpy as np
 
 from .config import configure
 from .curvature import curvature_for
-from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within,
+from .prior import class_prior_within, prior_start, release_check, reserve_check, rows_right
+from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within, scaling_decision,
                             scale_to_ball)
 from .private_fit import (Bounds, Execution, PrivateFit, Privacy, Schedule, default_delta, fit_private,
                           public_size)
@@ -107,15 +109,18 @@ class Declared:
     initialization: str = "fixed"
     feature_range: Any = None
     center: str | None = None
+    prior: bool = False
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}. Found {self.task!r}.")
         if self.center not in (None, "private"):
             raise ValueError(f"center must be None or 'private' (callers resolve 'auto'). Found {self.center!r}.")
-        if self.epsilon is None and (self.center == "private" or _is_private(self.feature_range)):
-            raise ValueError("a private preprocessing query (center or feature_range 'private') spends a share of "
-                             "epsilon, so it needs epsilon, not noise_multiplier.")
+        if self.epsilon is None and (self.center == "private" or _is_private(self.feature_range) or self.prior):
+            raise ValueError("a private query (center or feature_range 'private', the class prior) spends a share "
+                             "of epsilon, so it needs epsilon, not noise_multiplier.")
+        if self.prior and self.task != "classification":
+            raise ValueError("prior (the class prior and the release check) is for classification only.")
 
     @classmethod
     def from_params(cls, p: dict, **rest) -> "Declared":
@@ -133,7 +138,8 @@ class Declared:
 
 
 def _is_private(feature_range) -> bool:
-    return isinstance(feature_range, str) and feature_range == "private"
+    """A private range query: ``"private"`` (scale by its answer) or ``"auto"`` (ask, then decide)."""
+    return isinstance(feature_range, str) and feature_range in ("private", "auto")
 
 
 @dataclass(frozen=True)
@@ -221,23 +227,38 @@ def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Ex
                                      secure_mode=execution.secure_mode, recorded=recorded)
             if q is not None:
                 events.append(QueryEvent.of("curvature", q))
+            prior = _prior(y, loss, declared, p, n, execution, recorded, events)
         else:
-            ratio = None
+            ratio, prior = None, None
     query = combine_queries([e.details for e in events])
-    config = configure(p, loss, n, d, declared.target_bound, curvature=ratio)
+    if query is not None:  # each query took its δ off the rest: the run's share plus theirs is the target, exactly
+        target = declared.delta if declared.delta is not None else default_delta(n)
+        while p["delta"] + query["delta"] > target:
+            p["delta"] = math.nextafter(p["delta"], 0.0)
+        while p["delta"] + query["delta"] < target and math.nextafter(p["delta"], 1.0) + query["delta"] <= target:
+            p["delta"] = math.nextafter(p["delta"], 1.0)
+    search_epsilon = _search_epsilon(p, [e for e in events if e.kind in ("class_prior", "release_check") or (
+        e.kind == "feature_range" and declared.feature_range == "auto")])
+    config = configure(p, loss, n, d, declared.target_bound, curvature=ratio, search_epsilon=search_epsilon)
     b = p["batch_size"]
     if p["batching"] == "full":
         b = None
     elif b is not None:
         b = min(b, n)  # fewer examples than a batch: one batch of all of them
+    start = None
+    if prior is not None and declared.initialization == "fixed":  # the first iterate predicts the base rate
+        start = prior_start(prior, loss.param_shape(d), p["intercept_scaling"], ovr=_ovr(loss),
+                            radius=None if p["diameter"] is None else 0.5 * p["diameter"] * (1.0 - 1e-9))
     schedule = Schedule(epochs=p["epochs"], batch_size=b, batching=p["batching"], learning_rate=p["learning_rate"],
-                        l2=p["alpha"], initialization=declared.initialization)
+                        l2=p["alpha"], initialization=declared.initialization, start=start)
     bounds = Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"], clip_norm=p["clip_norm"],
                     diameter=p["diameter"], target_bound=declared.target_bound)
     privacy = Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
                       adjacency=p["adjacency"], analyses=declared.analyses, query=query, public_n=p["public_n"],
                       release=declared.release)
     fit = fit_private(X, y, loss, schedule, bounds, privacy, execution)
+    if prior is not None:
+        fit = _checked_release(fit, X, y, loss, prior, events, p, execution, d)
     certificate = fit.certificate
     certificate["config"] = config
     if fmap.ranges_kind == "public":
@@ -258,11 +279,22 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
     requested = declared.feature_range
     if requested is None:
         return X, fmap
-    if _is_private(requested):
+    if isinstance(requested, str):  # "private", or "auto": ask, then decide from the answer
+        auto = requested == "auto"
         ranges, q, p["epsilon"], p["delta"] = private_ranges_within(
             X, p["epsilon"], _delta(p, n), adjacency=p["adjacency"], seed=execution.random_state,
-            secure_mode=execution.secure_mode, recorded=recorded)
+            secure_mode=execution.secure_mode, recorded=recorded, warn=not auto)
         events.append(QueryEvent.of("feature_range", q))
+        if auto:
+            scaled, why = scaling_decision(q)  # post-processing of the charged answer, nothing else
+            q["decision"] = why
+            if not scaled:
+                return X, fmap
+            if q["uninformative_features"]:
+                warnings.warn(f"feature_range='auto' scaled the columns by a private range query that saw "
+                              f"{len(q['scales']) - q['uninformative_features']} of {len(q['scales'])} of them; "
+                              "the others fell to almost nothing. Give their public bounds (feature_range=(low, "
+                              "high)) or more rows", UserWarning, stacklevel=3)
         kind = "private"
     else:
         ranges, kind = requested, "public"
@@ -288,3 +320,72 @@ def _center(X, declared: Declared, p: dict, n: int, execution: Execution, record
         p["intercept_scaling"] = auto_intercept_scaling(clip, declared.task)
     p["feature_clip"] = clip
     return X, replace(fmap, center=center)
+
+
+def _ovr(loss) -> bool:
+    base = getattr(loss, "base", loss)
+    return isinstance(base, OneVsRestLogistic)
+
+
+def _prior(y, loss, declared: Declared, p: dict, n: int, execution: Execution, recorded, events):
+    """Step 2½ (classification, ``declared.prior``): the class counts (charged), whose prior is the
+    run's start, and the release check's budget, reserved (:mod:`noisysgd.prior`)."""
+    if not declared.prior:
+        return None
+    from .gdp import gdp_mu
+
+    k = 2 if len(loss.param_shape(0)) == 1 else loss.param_shape(0)[1]
+    target_mu = gdp_mu(declared.epsilon, declared.delta if declared.delta is not None else default_delta(n))
+    prior, q, p["epsilon"], p["delta"] = class_prior_within(
+        y, k, p["epsilon"], _delta(p, n), adjacency=p["adjacency"], seed=execution.random_state,
+        secure_mode=execution.secure_mode, recorded=recorded, target_mu=target_mu)
+    events.append(QueryEvent.of("class_prior", q))
+    check, p["epsilon"], p["delta"] = reserve_check(p["epsilon"], p["delta"], adjacency=p["adjacency"],
+                                                    target_mu=target_mu)
+    events.append(QueryEvent.of("release_check", check))
+    return prior
+
+
+def _search_epsilon(p: dict, spent: list) -> float | None:
+    """The ε the configuration search calibrates its candidates to, given the queries ``spent``
+    that the defaults ask on their own (the automatic range query, the class prior, the release
+    check): the run's ε once the final calibration composes them (GDP-like: the run keeps
+    √(μ² − Σμ_q²) of the μ it would have without them), not basic composition's ε − Σε_q, which
+    small-μ Gaussians make far lower (at ε = 0.5 the three would leave the search 0.25 and a run
+    chosen for it, where the composed run gets about 0.47).  The run's own calibration and its
+    certificate meet the total whatever the search assumed (:func:`fit_private`); the queries the
+    user asks for (``center``, ``feature_range="private"``) and the curvature keep basic
+    composition's share, as the search was designed with them.  None: no such query."""
+    if not spent or p["epsilon"] is None:
+        return None
+    from .gdp import gdp_epsilon, gdp_mu
+
+    eps = p["epsilon"] + sum(e.epsilon for e in spent)
+    delta = p["delta"] + sum(e.delta for e in spent)
+    mu = gdp_mu(eps, delta)
+    left = math.sqrt(max(mu * mu - sum(e.mu ** 2 for e in spent), 0.0))
+    return min(max(gdp_epsilon(left, p["delta"]), p["epsilon"]), eps) if left > 0 else p["epsilon"]
+
+
+def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execution: Execution, d: int) -> PrivateFit:
+    """Step 6: the release check (:func:`noisysgd.prior.release_check`, its budget reserved and
+    composed before the run): the model, or the prior where the model did not beat it."""
+    check = next(e.details for e in events if e.kind == "release_check")
+    right = rows_right(fit.result.coef, X, y, feature_clip=p["feature_clip"],
+                       intercept_scaling=p["intercept_scaling"], prior_class=int(np.argmax(prior)))
+    kept = release_check(*right, check, seed=execution.random_state, secure_mode=execution.secure_mode)
+    certificate = fit.certificate
+    certificate["release_check"] = {
+        **{k: check[k] for k in ("mu", "epsilon", "delta", "noise_std", "noisy_difference", "query", "citation")},
+        "released": ("the model: it beat the class prior on the check" if kept else
+                     "the class prior (coefficients 0, the intercept at its log-odds): the model did not beat "
+                     "it on the check"),
+        "kept_model": kept}
+    if kept:
+        return fit
+    W = prior_start(prior, loss.param_shape(d), p["intercept_scaling"], ovr=_ovr(loss))
+    warnings.warn("the model did not beat the majority class on a private check of its training rows "
+                  f"(noisy difference {check['noisy_difference']:+.1f} rows, noise std {check['noise_std']:.3g}); "
+                  "the class prior was released instead (coefficients 0). Raise epsilon or train on more rows: "
+                  "at this noise no model beat it", UserWarning, stacklevel=2)
+    return replace(fit, result=replace(fit.result, coef=W))

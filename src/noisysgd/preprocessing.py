@@ -48,7 +48,7 @@ import numpy as np
 from .rowmaps import SPREAD, center_rows, clip_rows, row_norms, scale_to_ball  # (the maps; exported here)
 from .train.rows import block_rows
 
-__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges",
+__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges", "scaling_decision", "SCALING_RATIO", "SCALING_UNSEEN",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
            "clip_rows", "center_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
@@ -71,18 +71,20 @@ NOISE_FLOOR = 3.0
 def exponent_histogram(X, lo: int, hi: int) -> np.ndarray:
     """Counts (d × (hi − lo + 1)) of ⌊log₂|x_ij|⌋ per feature, clamped to [lo, hi] (0 counts in
     the lowest bucket): one count per feature and example, the query's sensitivity."""
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    with np.errstate(divide="ignore"):
-        e = np.floor(np.log2(np.abs(X)))
-    e = np.clip(np.nan_to_num(e, neginf=lo), lo, hi).astype(np.int64) - lo
+    n, d = np.shape(X)
     counts = np.zeros((d, hi - lo + 1))
-    np.add.at(counts, (np.broadcast_to(np.arange(d), (n, d)), e), 1.0)
+    step = max(1, (1 << 20) // max(d, 1))  # a block of rows at a time: no temporary of X's size
+    for i in range(0, n, step):
+        block = np.asarray(X[i:i + step], dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            e = np.floor(np.log2(np.abs(block)))
+        e = np.clip(np.nan_to_num(e, neginf=lo), lo, hi).astype(np.int64) - lo
+        counts += np.stack([np.bincount(e[:, j], minlength=hi - lo + 1) for j in range(d)])
     return counts
 
 
 def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = "replace",
-                           quantile: float = 0.95, exponents=EXPONENTS, rng=None) -> tuple:
+                           quantile: float = 0.95, exponents=EXPONENTS, rng=None, warn: bool = True) -> tuple:
     """Per-feature ranges (−s_j, s_j) from a differentially private query, and its description.
 
     The query: for every feature j, the histogram of the binary exponent ⌊log₂|x_ij|⌋ over
@@ -104,8 +106,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     Returns ((low, high), details) with low = −s, high = s (arrays of shape (d,))."""
     from .gdp import gdp_mu
 
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
+    n, d = np.shape(X)  # (read a block of rows at a time: exponent_histogram)
     lo, hi = int(exponents[0]), int(exponents[1])
     if not (isinstance(quantile, numbers.Real) and 0.0 < quantile < 1.0):
         raise ValueError(f"quantile must be in (0, 1). Found {quantile!r}.")
@@ -132,6 +133,14 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     empty = mass.sum(axis=1) == 0.0                            # nothing above the floor: no information,
     k[empty] = B - 1                                           # take the widest public range
     s = np.exp2(k + lo + 1.0)
+    # the same read at a floor that all d·B empty counts stay under with probability 95 % (Bonferroni):
+    # the scales a decision about the whole table may trust (:func:`scaling_decision`)
+    strict = np.where(noisy > _bonferroni_floor(d * B) * sigma, noisy, 0.0)
+    above_s = np.cumsum(strict[:, ::-1], axis=1)[:, ::-1]
+    tail_s = np.concatenate([above_s[:, 1:], np.zeros((d, 1))], axis=1)
+    allowed_s = (1.0 - quantile) * (float(n) if adjacency == "replace" else np.maximum(strict.sum(axis=1), 1.0)[:, None])
+    k_s = np.argmax(tail_s <= allowed_s, axis=1)
+    k_s[strict.sum(axis=1) == 0.0] = -1                        # unseen at the strict floor
     details = {
         "feature_range": "private",
         "query": ("Gaussian histogram of each feature's binary exponent floor(log2|x|) over buckets "
@@ -142,8 +151,11 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP), Corollary 2.13",
         "scales": s.tolist(),
         "uninformative_features": int(empty.sum()),
+        # at the strict floor: 2^(k+1) per column, 0 where unseen (post-processing of the same counts)
+        "strict_scales": np.where(k_s >= 0, np.exp2(k_s + lo + 1.0), 0.0).tolist(),
+        "lowest_scale": float(2.0 ** (lo + 1)),
     }
-    if empty.any():  # post-processing of the released counts: saying so leaks nothing more
+    if empty.any() and warn:  # post-processing of the released counts: saying so leaks nothing more
         warnings.warn(
             f"feature_range='private': the query's noise (std {sigma:.3g} per count"
             + (f", n = {n} rows" if adjacency == "replace" else "") + ") swamps "
@@ -152,6 +164,50 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
             "(feature_range=(low, high); noisysgd train --feature-range LOW,HIGH) or more rows",
             UserWarning, stacklevel=3)
     return (-s, s), details
+
+
+def _bonferroni_floor(counts: int, level: float = 0.05) -> float:
+    """The z above which none of ``counts`` standard normals lies with probability 1 − ``level``."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1.0 - level / max(int(counts), 1))
+
+
+#: :func:`scaling_decision`: scale the rows when the largest trusted column scale is more than
+#: this many times their median (benchmarks/raw_tables/README.md §7-8) ...
+SCALING_RATIO = 16.0
+#: ... and at most this share of the columns went unseen by the query.
+SCALING_UNSEEN = 0.25
+
+
+def scaling_decision(details: dict) -> tuple[bool, str]:
+    """``feature_range="auto"``: whether to train on the privately scaled rows (True) or on the
+    rows as given, with the reason — post-processing of the range query's answer
+    (:func:`private_feature_ranges`' details), nothing else.  Scale when the largest of the
+    columns' scales read at the strict (Bonferroni) floor is more than :data:`SCALING_RATIO` times
+    their (lower) median, over the columns seen there whose scale is above the lowest bucket (a column
+    nearly always 0 — a rare dummy, a border pixel — does not pull the median down), and when at
+    most :data:`SCALING_UNSEEN` of the columns went unseen (scaling sends an unseen column to
+    almost nothing).
+
+    >>> scaling_decision({"strict_scales": [2.0, 4.0, 4096.0], "scales": [2.0, 4.0, 4096.0],
+    ...                   "uninformative_features": 0, "lowest_scale": 2.0 ** -15})[0]
+    True
+    """
+    d = len(details["scales"])
+    unseen = int(details["uninformative_features"])
+    if unseen > SCALING_UNSEEN * d:
+        return False, f"the query saw too few columns to scale by ({d - unseen} of {d})"
+    s = np.asarray(details["strict_scales"], dtype=float)
+    trusted = s[s > details["lowest_scale"]]
+    if trusted.size < 2:
+        return False, "fewer than two columns stand out of the query's noise"
+    ratio = float(trusted.max() / np.sort(trusted)[(trusted.size - 1) // 2])  # the lower median
+    if ratio > SCALING_RATIO:
+        return True, (f"the columns' scales differ by a factor {ratio:.3g} (largest over median, > "
+                      f"{SCALING_RATIO:g}): the rows were scaled by the private ranges")
+    return False, (f"the columns' scales differ by a factor {ratio:.3g} only (largest over median, ≤ "
+                   f"{SCALING_RATIO:g}): the rows were kept as given")
 
 
 def query_rng(seed, secure_mode: bool, stream: int):
@@ -165,7 +221,7 @@ def query_rng(seed, secure_mode: bool, stream: int):
 
 
 def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, seed=None,
-                          secure_mode: bool = False, recorded: dict | None = None) -> tuple:
+                          secure_mode: bool = False, recorded: dict | None = None, warn: bool = True) -> tuple:
     """Spend :data:`PRIVATE_RANGE_SHARE` of (``epsilon``, ``delta``) on
     :func:`private_feature_ranges`; returns (ranges, query details, epsilon and delta left for
     training).  The noise comes from the operating system's CSPRNG in ``secure_mode``, else
@@ -178,7 +234,7 @@ def private_ranges_within(X, epsilon: float, delta: float, *, adjacency: str, se
         s = np.asarray(part["scales"], dtype=float)
         return (-s, s), part, epsilon - eq, delta - dq
     rng = query_rng(seed, secure_mode, 0x5CA1E)
-    frange, query = private_feature_ranges(X, eq, dq, adjacency=adjacency, rng=rng)
+    frange, query = private_feature_ranges(X, eq, dq, adjacency=adjacency, rng=rng, warn=warn)
     return frange, query, epsilon - eq, delta - dq
 
 
@@ -366,7 +422,7 @@ def combine_queries(queries: list) -> dict | None:
     out = {}
     for q in queries:
         out.update({k: q[k] for k in ("feature_range", "center", "centered", "feature_clip_after_centering",
-                                      "curvature") if k in q})
+                                      "curvature", "class_prior", "release_check", "dominant_columns") if k in q})
     out.update(query="; ".join(q["query"] for q in queries),
                mu=math.sqrt(sum(q["mu"] ** 2 for q in queries)),
                epsilon=float(sum(q["epsilon"] for q in queries)), delta=float(sum(q["delta"] for q in queries)),

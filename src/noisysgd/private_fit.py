@@ -31,7 +31,7 @@ import math
 import numbers
 import os
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -129,6 +129,9 @@ class Schedule:
     learning_rate: Any = "auto"
     l2: float = 0.0
     initialization: str = "fixed"
+    #: W₀ under ``initialization="fixed"``: None (zeros), or an array in the run's ball fixed
+    #: before the run (e.g. :func:`noisysgd.prior.prior_start`, from a charged answer).
+    start: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -258,7 +261,8 @@ def fit_private(X, y, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: P
     context["calibration"] = None if calibrated.calibration is None else {
         "noise_multiplier": calibrated.calibration.noise_multiplier, "rel_tol": calibrated.calibration.rel_tol,
         "evaluations": calibrated.calibration.evaluations}
-    result = execute(calibrated, loss, X, y, bounds, execution, context, release=privacy.release, query=privacy.query)
+    result = execute(calibrated, loss, X, y, bounds, execution, context, release=privacy.release, query=privacy.query,
+                     start=schedule.start)
     certificate = certify(calibrated, result, privacy, n, int(np.shape(X)[1]))
     return PrivateFit(result, calibrated.report, calibrated.noise_multiplier, calibrated.calibration, certificate)
 
@@ -458,7 +462,7 @@ def release_basis(report: EpsilonReport, query: dict | None) -> list:
 
 
 def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution: Execution,
-            context: dict, release: str = "last", query: dict | None = None) -> TrainResult:
+            context: dict, release: str = "last", query: dict | None = None, start=None) -> TrainResult:
     """Step 4: the engine on exactly ``calibrated.run``; it refuses to train unless every
     analysis the certificate rests on applies to the run (``analyses=``).  ``release``
     "tail-average" returns the mean of the second half of the iterates as ``coef``
@@ -482,7 +486,8 @@ def execute(calibrated: Calibrated, loss: Loss, X, y, bounds: Bounds, execution:
     average = {"tail-average": TailAverage, "auto": AutoRelease}.get(release)
     average = None if average is None else average(calibrated.run.steps, callback)
     trainer = train if execution.trainer is None else execution.trainer
-    result = trainer(calibrated.run, loss, X, y, feature_clip=bounds.feature_clip,
+    start = {} if start is None else {"init": start}  # (W₀: Schedule.start)
+    result = trainer(calibrated.run, loss, X, y, **start, feature_clip=bounds.feature_clip,
                      intercept_scaling=bounds.intercept_scaling, target_bound=bounds.target_bound,
                      random_state=execution.random_state, dtype=execution.dtype, analyses=rests_on,
                      record=execution.record, callback=callback if average is None else average,

@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from ..io import check_output_dir, encoding_record, load_table
-from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message,
+from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message, remedy,
                                  near_chance, near_chance_message)
 from ..pipeline import fit_declared
 from ..private_fit import Execution
@@ -115,12 +115,15 @@ def add_arguments(p) -> None:
                                       "certificate)",
                        batch_help="capped at n; ignored for full (default auto)",
                        lr_help="step size, auto = 1/(2 smoothness), or max = 0.98*2/(alpha + smoothness)")
-    p.add_argument("--feature-range", action="append", metavar="LOW,HIGH|COL=LOW:HIGH|private",
+    p.add_argument("--feature-range", action="append", metavar="LOW,HIGH|COL=LOW:HIGH|private|auto|none",
                    help="public bounds of the features (no privacy cost), the ranges saved with the model: LOW,HIGH "
                         "for every column; or COL=LOW:HIGH, repeated, for each numeric column named as in the "
                         "header (all of them: a column left out is refused; a --categorical column's 0/1 columns "
                         "get [0, 1]); or 'private': ranges from a differentially private query spending 10%% of "
-                        "epsilon and delta (the certificate covers model and ranges)")
+                        "epsilon and delta (the certificate covers model and ranges); 'auto' (the default for "
+                        "classification with --epsilon): the same query, the rows scaled by it only where the "
+                        "columns' scales differ by more than 16 (noisysgd.preprocessing.scaling_decision); 'none': "
+                        "the rows as given")
     p.add_argument("--feature-range-file", metavar="CSV",
                    help="the bounds of each column from a CSV file with the header name,low,high (a row per numeric "
                         "column; as --feature-range COL=LOW:HIGH, with which it may be combined)")
@@ -130,6 +133,11 @@ def add_arguments(p) -> None:
                         "and a tenth of delta; the certificate covers model and mean); auto (default): private for "
                         "classification with --epsilon in one process, none otherwise (and with --workers or "
                         "torchrun, which do not center yet); the mean is saved with the model")
+    p.add_argument("--prior", default="auto", choices=("auto", "none"),
+                   help="auto (default): for classification with --epsilon and no --class-weight, count the classes "
+                        "privately (0.1 of the target's GDP mu) and start the run at their prior, then check privately "
+                        "(0.2 of mu) that the model gets more training rows right than the majority class, releasing "
+                        "the prior instead where it does not; none: neither (noisysgd.prior)")
     p.add_argument("--holdout", type=float, metavar="FRACTION",
                    help="keep this fraction of the rows out of training (a seeded random split, drawn before "
                         "training; the certificate covers the training rows) and report the model's accuracy "
@@ -309,17 +317,18 @@ def _truth(y, classes):
     return (2 * y - 1) if classes.size == 2 else y
 
 
-def _warn_if_near_chance(pred, y, classes) -> None:
+def _warn_if_near_chance(pred, y, classes, advice: str) -> bool:
     """One warning line when the model is barely better than predicting one class: never a
-    silent majority-class model (a statistic of the training data, not private)."""
+    silent majority-class model (a statistic of the training data, not private), with the one
+    remedy ``advice`` (:func:`noisysgd.train.diagnostics.remedy`).  True when it warned."""
     found = near_chance(_truth(y, classes), pred)
     if found is not None:
         k = classes.size
         found["label"] = (classes[(int(found["label"]) + 1) // 2] if k == 2 else classes[int(found["label"])])
         found["label"] = found["label"].item() if hasattr(found["label"], "item") else found["label"]
-        warnings.warn(near_chance_message(
-            found, "", "Rescale columns on large scales before training (or --feature-range private), declare "
-            "code columns with --categorical, lower --alpha, or raise --epsilon"), UserWarning, stacklevel=2)
+        warnings.warn(near_chance_message(found, "", advice.replace("raise epsilon", "raise --epsilon")),
+                      UserWarning, stacklevel=2)
+    return found is not None
 
 
 
@@ -340,7 +349,7 @@ def cmd_train(args) -> int:
         warnings.simplefilter("always")
         loss, y, classes = task_loss(args, table.y)
     X = table.X
-    ranged = args.feature_range or args.feature_range_file  # (public bounds or the private query)
+    ranged = [v for v in (args.feature_range or ()) if v.strip() != "none"] or args.feature_range_file
     copying = [flag for flag, value in (("--holdout", args.holdout if not X.flags.writeable else None),
                                         ("--feature-range", ranged or None)) if value is not None]
     if isinstance(X, np.memmap) and X.nbytes >= _LAZY_HINT_BYTES and copying:
@@ -356,7 +365,7 @@ def cmd_train(args) -> int:
     decl = declared(args, X.shape[1], epsilon, table=table)
     learning_rate_flag(args.lr)
     # raw columns on large scales (statistics of the training rows, not private), said after training
-    dominant = dominant_columns(X[check_rows(X.shape[0])]) if not ranged else None
+    dominant = None
     start = time.perf_counter()
     out_fit = fit_declared(X, y, loss, decl, Execution(
         random_state=args.seed, dtype=np.dtype(args.dtype), progress=_Progress(args.quiet),
@@ -364,6 +373,8 @@ def cmd_train(args) -> int:
         resume=args.resume, keep_checkpoint=True),  # the checkpoint until the outputs are written (below)
         names=_names(table, X.shape[1]), recorded=recorded(args))
     seconds = time.perf_counter() - start
+    if out_fit.feature_map.ranges is None:  # the rows were trained as given (no bounds, or "auto" kept them)
+        dominant = dominant_columns(X[check_rows(X.shape[0])])
     for w in [*labels_warning, *out_fit.deferred]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     fit, fmap, X = out_fit.fit, out_fit.feature_map, out_fit.rows
@@ -373,13 +384,18 @@ def cmd_train(args) -> int:
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
     pred = result.predict(X)
     quality = {metric: _quality(args.task, pred, y, classes)}
-    if dominant is not None and "dominant_columns" not in (fit.certificate.get("preprocessing") or {}):
-        warnings.warn(dominant_columns_message(  # (unless the private mean said it already)
-            dominant, "", args.feature_clip, "Rescale the columns to comparable units before training, or use "
-            "--feature-range private", _names(table, X.shape[1])), UserWarning, stacklevel=2)
+    if "dominant_columns" in (fit.certificate.get("preprocessing") or {}):
+        dominant = None  # (the private mean said it already)
+    advice = remedy(dominant, flag="--feature-range COL=LOW:HIGH, or --feature-range-file",
+                    names=_names(table, X.shape[1]))
+    near = False
     if args.task == "classification":
         quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)
-        _warn_if_near_chance(pred, y, classes)
+        if (fit.certificate.get("release_check") or {}).get("kept_model", True):  # (else its own warning said it)
+            near = _warn_if_near_chance(pred, y, classes, advice)
+    if dominant is not None and not near:  # one line: the near-chance one names this remedy already
+        warnings.warn(dominant_columns_message(dominant, "", args.feature_clip, advice, _names(table, X.shape[1])),
+                      UserWarning, stacklevel=2)
     extra = {}
     if holdout is not None:
         name = "rmse" if args.task == "regression" else "accuracy"

@@ -19,7 +19,7 @@ from ..train.checkpoint import delete_checkpoint
 from .common import write_outputs
 
 __all__ = ["task_loss", "class_weighted", "plain_label", "declared_classes", "learning_rate_flag", "or_auto",
-           "int_or_auto", "float_or_auto", "feature_range_flag", "center_rule", "declared", "flag_params",
+           "int_or_auto", "float_or_auto", "feature_range_flag", "center_rule", "prior_rule", "declared", "flag_params",
            "add_schedule_flags", "check_schedule_flags", "check_flags", "recorded", "finish", "RELEASE"]
 
 
@@ -127,14 +127,15 @@ def feature_range_flag(args, d: int, epsilon, table=None):
     """--feature-range (repeatable) and --feature-range-file as the pipeline's declaration: None,
     "private", or public (low, high) arrays over the ``d`` columns trained on — ``table``'s
     (:class:`noisysgd.io.Table`; None: x0, x1, ...), where a category's 0/1 column lies in [0, 1]
-    (given, public).  ``LOW,HIGH`` and ``private`` cover every column and come alone; ``COL=LOW:HIGH``
+    (given, public), or "auto" (no flag: the classifier's default with --epsilon, as the estimator's
+    ``feature_range="auto"``).  ``LOW,HIGH``, ``private``, ``auto`` and ``none`` cover every column and come alone; ``COL=LOW:HIGH``
     (and each row of the file) bound one column, named as in the file's header, and every numeric
     column must then be bounded: a column left out is refused, never left unscaled."""
     values = args.feature_range
     values = [v.strip() for v in ([values] if isinstance(values, str) else values or ())]
     path = getattr(args, "feature_range_file", None)
-    if not values and path is None:
-        return None
+    if not values and path is None:  # the classifier's default: the range query, then the decision
+        return "auto" if getattr(args, "task", None) == "classification" and epsilon is not None else None
     names = list(table.feature_names) if table is not None else [f"x{j}" for j in range(d)]
     categorical = (table.categorical if table is not None else None) or {}
     inputs = list((table.input_columns if table is not None else None) or names)
@@ -175,7 +176,12 @@ def feature_range_flag(args, d: int, epsilon, table=None):
 
 
 def _whole_range(text: str, d: int, epsilon, indicators):
-    """``--feature-range private`` or ``LOW,HIGH`` (every column; a category's 0/1 column in [0, 1])."""
+    """``--feature-range private``, ``auto``, ``none`` or ``LOW,HIGH`` (every column; a category's 0/1
+    column in [0, 1])."""
+    if text == "none":
+        return None
+    if text == "auto":
+        return "auto" if epsilon is not None else None
     if text == "private":
         if epsilon is None:
             raise ValueError("--feature-range private spends a share of --epsilon; it cannot be combined with "
@@ -184,7 +190,7 @@ def _whole_range(text: str, d: int, epsilon, indicators):
     try:
         low, high = (float(v) for v in text.split(","))
     except ValueError:
-        raise ValueError(f"--feature-range must be LOW,HIGH (two numbers) or 'private'. Found {text!r} (or "
+        raise ValueError(f"--feature-range must be LOW,HIGH (two numbers), 'private', 'auto' or 'none'. Found {text!r} (or "
                          "COL=LOW:HIGH, repeated, for bounds of each column).") from None
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise ValueError(f"--feature-range must have finite LOW < HIGH. Found {text!r}.")
@@ -269,7 +275,15 @@ def declared(args, d: int, epsilon, *, queries: bool = True, table=None) -> Decl
         public_n=args.public_n, analyses=args.analysis or "best", release=RELEASE[args.average],
         initialization=args.initialization,
         feature_range=feature_range_flag(args, d, epsilon, table) if queries else None,
-        center=center_rule(args, epsilon) if queries else None)
+        center=center_rule(args, epsilon) if queries else None,
+        prior=queries and prior_rule(args, epsilon))
+
+
+def prior_rule(args, epsilon) -> bool:
+    """--prior resolved: the class prior and the release check for classification with --epsilon and
+    no --class-weight (:mod:`noisysgd.prior`)."""
+    return (getattr(args, "prior", "none") == "auto" and args.task == "classification" and epsilon is not None
+            and getattr(args, "class_weight", None) is None)
 
 
 def flag_params(args, epsilon, delta) -> dict:
@@ -438,10 +452,18 @@ def finish(args, out, fit, model: dict, *, source, n, quality, seconds, extra=No
                    f"size {run.batch_size or n}, {run.epochs:g} epochs, learning rate {run.learning_rate:.4g}, "
                    f"alpha={alpha:g}{clip}; intercept scaling {fit.result.intercept_scaling:g}"))
     pre = fit.certificate.get("preprocessing") or {}
+    ranges = next((part for part in pre.get("parts", [pre]) if isinstance(part, dict) and "decision" in part), None)
+    if ranges is not None:
+        print(fill(f"feature ranges (auto): {ranges['decision']}"))
     if pre.get("center") == "private":
         print(fill("centering: the rows minus a private mean (in the privacy line), then clipped to "
                    f"{pre['feature_clip_after_centering']:.4g}" if pre.get("centered") else
                    "centering: the private mean did not stand out of its noise; the rows were not centered"))
+    check = fit.certificate.get("release_check")
+    if check is not None:
+        print(fill(f"release check: {check['released']} (noisy difference {check['noisy_difference']:+.1f} rows, "
+                   f"noise std {check['noise_std']:.3g}; in the privacy line); the run started at the private "
+                   "class prior"))
     if args.secure_mode:
         print("randomness: the operating system's CSPRNG (noise, batches, start; --secure-mode)")
     name, value = next(iter(quality.items()))

@@ -14,7 +14,7 @@ import numpy as np
 from .losses import float_array
 from .rows import block_rows
 
-__all__ = ["balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
+__all__ = ["remedy", "REMEDIES", "balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
            "NEAR_MAJORITY", "CHECK_ROWS", "DOMINANT_SHARE"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
@@ -86,7 +86,7 @@ def near_chance_message(found: dict, who: str, advice: str) -> str:
     return (f"{who}the model is barely better than predicting one class: balanced accuracy {found['balanced']:.3f} "
             f"on the training rows against {found['chance']:.3f} for a constant, accuracy {found['accuracy']:.3f} "
             f"against {found['majority']:.3f} for the majority class; class {found['label']!r} predicted for "
-            f"{found['share']:.1%} of them (statistics of the training data, not private). {advice}")
+            f"{found['share']:.1%} of them (statistics of the training data, not private). {advice[0].upper()}{advice[1:]}")
 
 
 #: A few raw columns carrying this share of the training rows' squared norm take the norm the rows
@@ -166,16 +166,45 @@ def dominant_columns_message(found: dict, who: str, clip: float, advice: str, na
             f"scales keep little signal. {advice}")
 
 
-def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice: str, names=None) -> list[str]:
-    """The lines a fit prints about its training rows (a strided sample, :func:`check_rows`): a
-    few raw columns taking the rows' norm (``raw``: the rows were not scaled by ranges first;
-    ``names``: the columns' names), then a model near chance."""
+#: The one remedy a near-chance warning names, by what the fit saw (:func:`remedy`); the others are
+#: in docs/accuracy.md §6a.  ``bounds``: rows trained as given where a few raw columns take their
+#: norm; ``epsilon``: everything else.
+REMEDIES = {
+    "bounds": "declare the columns' public bounds ({flag}): {why}",
+    "epsilon": "raise epsilon or train on more rows: the noise, not the preprocessing, is what holds the model "
+               "back here",
+}
+
+
+def remedy(dominant: dict | None, *, flag: str = "feature_range=(low, high)", names=None) -> str:
+    """The remedy most likely to help a near-chance fit first: public bounds where a few raw
+    columns take the norm of rows trained as given (``dominant``), else a larger ε or more rows —
+    measured on the raw-tables benchmark's design half (benchmarks/raw_tables/README.md §8, the
+    defaults' 62 warned fits at ε < 3): the next ε lifted balanced accuracy by 1-3 points on average,
+    bounds read off the data (a stand-in for public ones) by −1 to 0, private ranges by −2.5 to +0.3,
+    also where the range query had seen too few columns to scale by.
+
+    >>> remedy(None)[:13], remedy({"columns": [2], "share": 0.99})[:29]
+    ('raise epsilon', "declare the columns' public b")
+    """
+    if dominant is not None:  # (found on rows trained as given)
+        cols = dominant["columns"]
+        return REMEDIES["bounds"].format(flag=flag, why=(
+            f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'} {dominant['share']:.0%} of the "
+            "training rows' squared norm"))
+    return REMEDIES["epsilon"]
+
+
+def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice, names=None) -> list[str]:
+    """At most one line about a fit's training rows (a strided sample, :func:`check_rows`): a model
+    near chance, with the one remedy ``advice(dominant)`` names (``dominant``: a few raw columns
+    taking the rows' norm, found where ``raw``, the rows not scaled by ranges); else such columns
+    alone (``names``: the columns' names)."""
     rows = check_rows(len(y))
-    out = []
     found = dominant_columns(X[rows]) if raw else None
-    if found is not None:
-        out.append(dominant_columns_message(found, who, clip, advice, names))
     chance = near_chance(np.asarray(y)[rows], predict(X[rows]))
     if chance is not None:
-        out.append(near_chance_message(chance, who, advice))
-    return out
+        return [near_chance_message(chance, who, advice(found))]
+    if found is not None:
+        return [dominant_columns_message(found, who, clip, advice(found), names)]
+    return []

@@ -61,9 +61,11 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
     estimator : NoisySGDClassifier or None
         The base estimator whose other parameters every candidate shares
         (default ``NoisySGDClassifier()``).  Its ``adjacency`` must be
-        ``"replace"``; its ``center`` None or "auto": the candidates are
-        trained on the rows as they are, not centered (the private mean of
-        ``NoisySGDClassifier`` is not part of the tuning's accounting).
+        ``"replace"``; its ``center``, ``feature_range`` and ``prior`` None or
+        "auto": the candidates are trained on the rows as they are, not
+        centered, not scaled by private ranges, started at zeros and always
+        released (the private queries of ``NoisySGDClassifier`` are not part
+        of the tuning's accounting).
     epsilon, delta : float
         The target for the whole tuning; δ defaults to min(1e-5, 1/(10 n)).
     selection : {"poisson", "negative-binomial", "liu-talwar"}, default="poisson"
@@ -387,7 +389,7 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
                 "estimator.adjacency must be 'replace' for tuning (the split into training and validation "
                 f"parts has public, fixed sizes only then). Found {base_params.get('adjacency')!r}.")
         for key in ("checkpoint", "checkpoint_every", "feature_range", "categorical"):
-            if base_params.get(key) is not None:
+            if base_params.get(key) is not None and not (key == "feature_range" and is_auto(base_params[key])):
                 hint = {"feature_range": " (scale with noisysgd.PublicRangeScaler in a Pipeline before the tuning "
                                          "instead)",
                         "categorical": " (one-hot encode with the declared categories before the tuning, e.g. a "
@@ -409,7 +411,10 @@ class NoisySGDClassifierCV(ClassifierMixin, BaseEstimator):
         if base_params.get("public_n") is not None:
             raise ValueError("estimator.public_n must be None for tuning (tuning is replace adjacency, where n is "
                              f"public). Found {base_params['public_n']!r}.")
-        valid = set(base_params) - {"center", "classes", "average", "public_n", "class_weight"}
+        if base_params.get("prior", None) not in (None, "auto"):
+            raise ValueError("estimator.prior must be None or 'auto' for tuning (the tuner asks no class-prior "
+                             f"query). Found {base_params['prior']!r}.")
+        valid = set(base_params) - {"center", "classes", "average", "public_n", "class_weight", "prior"}
         for cand in grid:
             unknown = sorted(set(cand) - valid)
             if unknown:
