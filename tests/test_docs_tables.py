@@ -72,3 +72,27 @@ def test_the_step_selection_table_is_the_benchmark_result():
     data = json.loads((ROOT / "benchmarks" / "results" / "step_selection.json").read_text())
     _shown(_benchmark("step_selection").markdown_table(), len(data["rows"]), "§1a (step selection)",
            "benchmarks/step_selection.py's markdown_table()")
+
+
+def test_the_raw_tables_readme_shows_the_benchmark_results():
+    # benchmarks/raw_tables/run.py writes the JSON files (issue 43 §6); README §8-9 show their targets
+    import sys
+
+    here = ROOT / "benchmarks" / "raw_tables"
+    sys.path.insert(0, str(here))
+    try:
+        spec = importlib.util.spec_from_file_location("raw_tables_report", here / "report.py")
+        report = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(report)
+    finally:
+        sys.path.remove(str(here))
+    readme = (here / "README.md").read_text().splitlines()
+    for half, label in (("design", "| **defaults now** |"), ("heldout", "| **defaults** |")):
+        data = json.loads((ROOT / "benchmarks" / "results" / f"raw_tables_{half}.json").read_text())
+        res = report.targets(data, half)
+        cells = [v["defaults"]["acc"] for k, v in report.cells(data).items() if k[0] == half and report._complete(v)]
+        row = next(line for line in readme if line.startswith(label))
+        for target in ("T1", "T2", "T3"):
+            got, of = res[target]["defaults"]
+            assert f"{got}/{of}" in row, (half, target, row)
+        assert f"{sum(cells) / len(cells):.3f}" in row, (half, row)

@@ -211,12 +211,13 @@ def test_a_model_near_chance_is_never_silent(tmp_path, capsys, blobs):
     data = tmp_path / "mixed.csv"
     _mixed_units(data)
     out = tmp_path / "raw"
-    assert main(["train", str(data), "--target", "y", "--classes", "0,1", "--seed", "0", "--out", str(out)]) == 0
+    assert main(["train", str(data), "--target", "y", "--classes", "0,1", "--seed", "0", "--feature-range", "none",
+                 "--prior", "none", "--out", str(out)]) == 0  # (the rows as given, the model always released)
     captured = capsys.readouterr()
     warned = [line for line in captured.err.splitlines() if "warning" in line]
     assert any("feature column 0 ('c0') carries" in line for line in warned)  # named as in the header
     near = [line for line in warned if "barely better than predicting one class" in line]
-    assert len(near) == 1 and "not private" in near[0]
+    assert len(near) == 1 and "not private" in near[0] and "--feature-range COL=LOW:HIGH" in near[0]
     metrics = json.loads((out / "metrics.json").read_text())["not_private"]
     assert metrics["train_balanced_accuracy"] <= 0.55
     assert f"balanced accuracy = {metrics['train_balanced_accuracy']:.4f}" in captured.out
@@ -244,11 +245,14 @@ def test_raw_columns_in_mixed_units_are_said_once(tmp_path, capsys):
     path = tmp_path / "mixed0.csv"
     np.savetxt(path, np.column_stack([X, y]), delimiter=",", comments="",
                header=",".join([f"c{i}" for i in range(6)] + ["y"]))
-    assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0",
-                 "--out", str(tmp_path / "m")]) == 0
+    assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0", "--feature-range", "none",
+                 "--out", str(tmp_path / "m")]) == 0  # (the rows as given, by the user's choice)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "squared norm" in line]
     assert len(lines) == 1 and "feature column 0 ('c0') carries" in lines[0] and "not private" in lines[0]
+    assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0",
+                 "--out", str(tmp_path / "a")]) == 0  # the default: at most one line about the rows, whatever it says
+    assert sum("squared norm" in line or "barely better" in line for line in capsys.readouterr().err.splitlines()) <= 1
     assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0", "--feature-range",
                  "private", "--epsilon", "3", "--out", str(tmp_path / "p")]) == 0
     assert "training rows' squared norm" not in capsys.readouterr().err

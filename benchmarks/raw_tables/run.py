@@ -45,8 +45,16 @@ DPL_CLIP = "diffprivlib (rows clipped to 1)"
 NONPRIVATE = "non-private LR"
 MAJORITY = "majority"
 NOISYSGD_METHODS = {DEFAULTS: {}, PRIVATE_RANGE: {"feature_range": "private"}}
+#: ``--forced-raw``: the defaults' range query asked and charged, the rows always kept as given
+#: (``scaling_decision`` overridden): with ``feature_range="private"`` (the same answer, the rows always
+#: scaled) the two outcomes every decision rule chooses between (``scaling_rule.py``).
+FORCED_RAW = 'feature_range="auto", rows kept'
+ANSWER_KEYS = ("scales", "strict_scales", "uninformative_features", "lowest_scale", "decision")
 DPL_METHODS = {DPL_NORM: "data_norm", DPL_CLIP: "clip1"}
 DPL_PYTHON = ROOT / ".venv-diffprivlib" / "bin" / "python"
+
+
+FORCE = {"raw": False}
 
 
 def _key(table, seed, method, eps):
@@ -95,6 +103,8 @@ def _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw) -> tuple[np.ndarray, di
         clf.fit(X_tr, y_tr)
         fit_s = time.perf_counter() - t0
     rep = clf.privacy_report_
+    pre = rep.get("preprocessing") or {}
+    answer = next((part for part in pre.get("parts", [pre]) if isinstance(part, dict) and "scales" in part), None)
     chosen = (rep.get("config") or {}).get("chosen") or {}
     run = rep.get("run") or {}
     msgs = []
@@ -108,22 +118,12 @@ def _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw) -> tuple[np.ndarray, di
              "run": {k: run.get(k) for k in ("batch_size", "batching", "steps", "epochs", "learning_rate",
                                              "noise_multiplier")},
              "epsilon_total": rep.get("epsilon_total"), "delta_total": rep.get("delta_total"),
-             "preprocessing": _short(rep.get("preprocessing")),
+             "centered": bool((rep.get("preprocessing") or {}).get("centered")),
+             "range_query": None if answer is None else {k: answer.get(k) for k in ANSWER_KEYS},
+             "release_check": (rep.get("release_check") or {}).get("kept_model"),
              "near_chance_warning": any("barely better than predicting one class" in m for m in msgs),
-             "warnings": msgs}
+             "warnings": [m[:80] for m in msgs]}
     return clf.predict(X_te), extra
-
-
-def _short(obj, limit=200):
-    """The report's preprocessing record, its long entries cut (JSON-safe)."""
-    if not isinstance(obj, dict):
-        return None
-    out = {}
-    for k, v in obj.items():
-        v = json.loads(json.dumps(v, default=str))
-        text = json.dumps(v)
-        out[k] = v if len(text) <= limit else text[:limit] + "..."
-    return out
 
 
 def _run_dpl(jobs: list[dict], splits: dict[str, dict]) -> tuple[dict, dict]:
@@ -153,7 +153,10 @@ def _load_json(path: Path) -> dict:
 def _save_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    # one cell a line (the file is committed: small, and a diff shows which cells moved)
+    cells = ",\n".join(json.dumps(c, separators=(",", ":")) for c in data["cells"])
+    rest = json.dumps({k: v for k, v in data.items() if k != "cells"}, indent=1)
+    tmp.write_text(rest[:-2] + ',\n "cells": [\n' + cells + "\n ]\n}\n")
     tmp.replace(path)
 
 
@@ -169,7 +172,19 @@ def main(argv=None) -> int:
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
+    ap.add_argument("--forced-raw", action="store_true",
+                    help=f"also the row {FORCED_RAW!r} (for scaling_rule.py: the rule's other outcome)")
     args = ap.parse_args(argv)
+    if args.forced_raw:
+        import noisysgd.pipeline as pipeline
+
+        decide = pipeline.scaling_decision
+
+        def scaling_decision(details):  # the defaults' path, except when the method asks for raw rows
+            return (False, "forced raw (benchmark)") if FORCE["raw"] else decide(details)
+
+        pipeline.scaling_decision = scaling_decision
+        NOISYSGD_METHODS[FORCED_RAW] = {"feature_range": "auto"}
 
     todo = T.names(args.half)
     if args.tables:
@@ -182,7 +197,7 @@ def main(argv=None) -> int:
     meta = _library_meta()
     data["runs"].append({"started": time.strftime("%Y-%m-%d %H:%M:%S"), "half": args.half, "tables": todo,
                          **meta})
-    methods_eps = ([(m, e) for m in NOISYSGD_METHODS for e in EPSILONS]
+    methods_eps = ([(m, e) for m in NOISYSGD_METHODS for e in EPSILONS]  # (with --forced-raw, its row too)
                    + ([] if args.no_diffprivlib else [(m, e) for m in DPL_METHODS for e in EPSILONS])
                    + [(NONPRIVATE, None), (MAJORITY, None)])
     total = sum(1 for n in todo for s in SEEDS for m, e in methods_eps if _key(n, s, m, e) not in done)
@@ -227,6 +242,7 @@ def main(argv=None) -> int:
                 for eps in EPSILONS:
                     if _key(name, seed, method, eps) in done:
                         continue
+                    FORCE["raw"] = method == FORCED_RAW
                     pred, extra = _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw)
                     record(method, eps, pred, **extra)
             if not args.no_diffprivlib:

@@ -67,7 +67,7 @@ from .scalers import fit_rows, predict_rows, warn_about_private_preprocessing
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import ClassWeighted, Huber, Squared, encode_labels
-from .train.diagnostics import fit_warnings, remedy
+from .train.diagnostics import fit_warnings, mean_dominant, remedy
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
 from .private_fit import Execution, resolve_learning_rate
@@ -683,10 +683,13 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         """:func:`noisysgd.train.diagnostics.fit_warnings` (raw columns taking the norm, unless the mean said it)."""
         if not (self.privacy_report_.get("release_check") or {}).get("kept_model", True):
             return  # the prior was released, and its warning said why: one line, not two
-        raw = self._feature_range is None and "dominant_columns" not in (self.privacy_report_.get("preprocessing") or {})
+        mean = mean_dominant(self.privacy_report_)  # (its own line said it: the rows' line is not repeated)
+        raw = self._feature_range is None and mean is None
+        declared_raw = getattr(self, "feature_range", None) is None  # (the user's choice, not "auto"'s)
         predict = lambda rows: self._labels(self._scores(rows, validated=True))  # noqa: E731 (fit's rows, names checked)
         for line in fit_warnings(X, y, predict, who=f"{type(self).__name__}: ", raw=raw,
-                                 clip=self._feature_clip, advice=lambda found: remedy(found, names=self._names),
+                                 clip=self._feature_clip, advice=lambda found: remedy((found or mean) if declared_raw else None,
+                                                            names=self._names),
                                  names=self._names):
             warnings.warn(line, UserWarning, stacklevel=3)
 

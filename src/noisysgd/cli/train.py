@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from ..io import check_output_dir, encoding_record, load_table
-from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message, remedy,
+from ..train.diagnostics import (balanced_accuracy, check_rows, dominant_columns, dominant_columns_message, mean_dominant, mixed_scales, remedy,
                                  near_chance, near_chance_message)
 from ..pipeline import fit_declared
 from ..private_fit import Execution
@@ -373,8 +373,10 @@ def cmd_train(args) -> int:
         resume=args.resume, keep_checkpoint=True),  # the checkpoint until the outputs are written (below)
         names=_names(table, X.shape[1]), recorded=recorded(args))
     seconds = time.perf_counter() - start
+    mixed = None
     if out_fit.feature_map.ranges is None:  # the rows were trained as given (no bounds, or "auto" kept them)
         dominant = dominant_columns(X[check_rows(X.shape[0])])
+        mixed = mixed_scales(X[check_rows(X.shape[0])])
     for w in [*labels_warning, *out_fit.deferred]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     fit, fmap, X = out_fit.fit, out_fit.feature_map, out_fit.rows
@@ -385,9 +387,10 @@ def cmd_train(args) -> int:
     pred = result.predict(X)
     quality = {metric: _quality(args.task, pred, y, classes)}
     if "dominant_columns" in (fit.certificate.get("preprocessing") or {}):
-        dominant = None  # (the private mean said it already)
-    advice = remedy(dominant, flag="--feature-range COL=LOW:HIGH, or --feature-range-file",
-                    names=_names(table, X.shape[1]))
+        dominant = None  # (the private mean said it already: its line, and the remedy, name the columns)
+    kept = any(v.strip() == "none" for v in (args.feature_range or ())) or epsilon is None  # (the user's choice)
+    advice = remedy((dominant or mean_dominant(fit.certificate) or mixed) if kept else None,
+                    flag="--feature-range COL=LOW:HIGH, or --feature-range-file", names=_names(table, X.shape[1]))
     near = False
     if args.task == "classification":
         quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)

@@ -14,7 +14,7 @@ import numpy as np
 from .losses import float_array
 from .rows import block_rows
 
-__all__ = ["remedy", "REMEDIES", "balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
+__all__ = ["remedy", "mean_dominant", "mixed_scales", "MIXED_RATIO", "REMEDIES", "balanced_accuracy", "near_chance", "check_rows", "dominant_columns", "few_carry", "fit_warnings", "columns_text", "NEAR_CHANCE",
            "NEAR_MAJORITY", "CHECK_ROWS", "DOMINANT_SHARE"]
 
 #: A classifier whose balanced accuracy is within this of a constant's (1/k for the k classes
@@ -167,8 +167,8 @@ def dominant_columns_message(found: dict, who: str, clip: float, advice: str, na
 
 
 #: The one remedy a near-chance warning names, by what the fit saw (:func:`remedy`); the others are
-#: in docs/accuracy.md §6a.  ``bounds``: rows trained as given where a few raw columns take their
-#: norm; ``epsilon``: everything else.
+#: in docs/accuracy.md §6a.  ``bounds``: rows trained as given in mixed units; ``epsilon``: everything
+#: else.
 REMEDIES = {
     "bounds": "declare the columns' public bounds ({flag}): {why}",
     "epsilon": "raise epsilon or train on more rows: the noise, not the preprocessing, is what holds the model "
@@ -176,23 +176,55 @@ REMEDIES = {
 }
 
 
-def remedy(dominant: dict | None, *, flag: str = "feature_range=(low, high)", names=None) -> str:
-    """The remedy most likely to help a near-chance fit first: public bounds where a few raw
-    columns take the norm of rows trained as given (``dominant``), else a larger ε or more rows —
-    measured on the raw-tables benchmark's design half (benchmarks/raw_tables/README.md §8, the
-    defaults' 62 warned fits at ε < 3): the next ε lifted balanced accuracy by 1-3 points on average,
-    bounds read off the data (a stand-in for public ones) by −1 to 0, private ranges by −2.5 to +0.3,
-    also where the range query had seen too few columns to scale by.
+def mean_dominant(certificate: dict) -> dict | None:
+    """The private mean's own finding that a few columns take its norm (``preprocessing``'s
+    ``dominant_columns``: post-processing of the released mean), as :func:`remedy` reads it."""
+    cols = (certificate.get("preprocessing") or {}).get("dominant_columns")
+    return None if not cols else {"columns": list(cols), "share": None, "of": "private mean"}
+
+
+#: :func:`mixed_scales`: columns whose root-mean-square values differ by more than this factor are in
+#: mixed units (the threshold of ``feature_range="auto"``'s own rule).
+MIXED_RATIO = 16.0
+
+
+def mixed_scales(X) -> dict | None:
+    """``{"columns": [the largest], "ratio"}`` when the columns' root-mean-square values (over the
+    rows ``X``, raw, before any scaling; columns all 0 left out) differ by more than
+    :data:`MIXED_RATIO` (largest over smallest), else None."""
+    X = float_array(X)
+    rms = np.sqrt(np.mean(np.square(X, dtype=np.float64), axis=0)) if X.size else np.zeros(0)
+    live = rms[rms > 0]
+    if live.size < 2:
+        return None
+    ratio = float(live.max() / live.min())
+    return {"columns": [int(np.argmax(rms))], "ratio": ratio} if ratio > MIXED_RATIO else None
+
+
+def remedy(found: dict | None, *, flag: str = "feature_range=(low, high)", names=None) -> str:
+    """The remedy most likely to help a near-chance fit first: public bounds where the user kept the
+    rows as given (``feature_range=None``, ``--feature-range none``) in mixed units (``found``:
+    :func:`dominant_columns`, :func:`mixed_scales` or :func:`mean_dominant`; the callers pass None
+    otherwise), else a larger ε or more rows — measured on the raw-tables benchmark's design half
+    (benchmarks/raw_tables/README.md §8, the defaults' warned fits at ε < 3, where the automatic
+    range query had scaled the rows or kept them): the next ε lifted balanced accuracy by 1-3 points
+    on average, bounds read off the data (a stand-in for public ones) by −2 to 0, private ranges by
+    −5 to 0, also where the range query had seen too few columns to scale by.
 
     >>> remedy(None)[:13], remedy({"columns": [2], "share": 0.99})[:29]
     ('raise epsilon', "declare the columns' public b")
     """
-    if dominant is not None:  # (found on rows trained as given)
-        cols = dominant["columns"]
-        return REMEDIES["bounds"].format(flag=flag, why=(
-            f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'} {dominant['share']:.0%} of the "
-            "training rows' squared norm"))
-    return REMEDIES["epsilon"]
+    if found is None:
+        return REMEDIES["epsilon"]
+    cols = found["columns"]
+    if "ratio" in found:
+        why = (f"the columns' scales differ by a factor {found['ratio']:.3g} ({columns_text(cols, names)} the "
+               "largest), and the rows were trained as given")
+    else:
+        share = f"{found['share']:.0%} of" if found.get("share") is not None else "most of"
+        why = (f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'} {share} the "
+               f"{found.get('of', 'training rows')}' squared norm")
+    return REMEDIES["bounds"].format(flag=flag, why=why)
 
 
 def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice, names=None) -> list[str]:
@@ -204,7 +236,8 @@ def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice, nam
     found = dominant_columns(X[rows]) if raw else None
     chance = near_chance(np.asarray(y)[rows], predict(X[rows]))
     if chance is not None:
-        return [near_chance_message(chance, who, advice(found))]
+        return [near_chance_message(chance, who, advice(found or (mixed_scales(X[rows]) if raw else None)))]
+    # (advice: the caller's remedy, which names public bounds only where the user kept the rows as given)
     if found is not None:
         return [dominant_columns_message(found, who, clip, advice(found), names)]
     return []

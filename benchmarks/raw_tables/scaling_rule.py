@@ -1,0 +1,107 @@
+"""Which statistic of the range query's answer should decide ``feature_range="auto"`` (issue 43 §1)?
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/run.py --half design --forced-raw \\
+        --json benchmarks/results/raw_tables_design.json
+    .venv/bin/python benchmarks/raw_tables/scaling_rule.py benchmarks/results/raw_tables_design.json
+
+Every fit of ``run.py --forced-raw`` has the two outcomes a rule chooses between, from **one** answer
+of the range query (the same seed draws the same noise: the script checks the answers are equal):
+``feature_range="private"`` (the rows scaled by it) and ``feature_range="auto", rows kept`` (asked,
+charged, not used).  A rule is a function of that answer alone (post-processing); this script
+picks, per fit, the outcome each rule would have chosen and computes the targets of README §5 with
+that row as "defaults" (T3's reference: the better of the rule's row and the always-scaled row, as
+report.py does).  Only the design half is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from report import targets  # noqa: E402
+from run import DEFAULTS, FORCED_RAW, PRIVATE_RANGE  # noqa: E402
+
+
+def _trusted(a, strict: bool, drop_lowest: bool):
+    s = np.asarray(a["strict_scales"] if strict else a["scales"], dtype=float)
+    seen = s > 0 if strict else s < 2.0 ** 17
+    s = s[seen]
+    return s[s > a["lowest_scale"]] if drop_lowest else s
+
+
+def ratio(a, *, strict=True, drop_lowest=True, lower=True) -> float:
+    s = _trusted(a, strict, drop_lowest)
+    if s.size < (2 if drop_lowest else 1):
+        return 0.0
+    med = np.sort(s)[(s.size - 1) // 2] if lower else np.median(s)
+    return float(s.max() / med)
+
+
+def rule(stat, threshold, cap=0.25):
+    def decide(a):
+        d = len(a["scales"])
+        return a["uninformative_features"] <= cap * d and stat(a) > threshold
+    return decide
+
+
+RULES = {
+    f"{name} > {t:g}" + ("" if cap == 0.25 else f", unseen ≤ {cap:g}"): rule(fn, t, cap)
+    for name, fn in {
+        "strict, drop lowest, lower median (library)": lambda a: ratio(a),
+        "strict, drop lowest, median": lambda a: ratio(a, lower=False),
+        "3σ, drop lowest, lower median": lambda a: ratio(a, strict=False),
+        "3σ, keep lowest, median (README §7)": lambda a: ratio(a, strict=False, drop_lowest=False, lower=False),
+        "strict, keep lowest, median": lambda a: ratio(a, drop_lowest=False, lower=False),
+    }.items()
+    for t in (8, 16, 32, 64) for cap in (0.25, 0.5)
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("json", type=Path)
+    args = ap.parse_args(argv)
+    data = json.loads(args.json.read_text())
+    design = [c for c in data["cells"] if c["half"] == "design"]
+    pairs = defaultdict(dict)
+    for c in design:
+        if c["method"] in (PRIVATE_RANGE, FORCED_RAW):
+            pairs[(c["table"], c["seed"], c["epsilon"])][c["method"]] = c
+    mismatched = [k for k, v in pairs.items() if len(v) == 2 and v[PRIVATE_RANGE]["range_query"]["scales"]
+                  != v[FORCED_RAW]["range_query"]["scales"]]
+    if mismatched:
+        raise SystemExit(f"the two outcomes saw different answers: {mismatched[:3]}")
+    base = [c for c in design if c["method"] not in (DEFAULTS, FORCED_RAW)]
+    rows = []
+    for name, decide in {"always raw (query charged)": lambda a: False, "always scaled": lambda a: True,
+                         **RULES}.items():
+        chosen = []
+        scaled = 0
+        for key, v in pairs.items():
+            s = decide(v[PRIVATE_RANGE]["range_query"])
+            scaled += s
+            chosen.append({**(v[PRIVATE_RANGE] if s else v[FORCED_RAW]), "method": DEFAULTS})
+        res = targets({"cells": base + chosen}, "design")
+        acc = np.mean([c["accuracy"] for c in chosen])
+        rows.append((name, res["T1"][DEFAULTS], res["T2"].get(DEFAULTS), res["T3"][DEFAULTS], acc, scaled, len(pairs)))
+    oracle = []
+    for v in pairs.values():
+        oracle.append(max(v[PRIVATE_RANGE]["accuracy"], v[FORCED_RAW]["accuracy"]))
+    print("| rule (design half) | T1 | T2 | T3 | mean acc. | fits scaled |\n|---|---|---|---|---|---|")
+    for name, t1, t2, t3, acc, scaled, n in rows:
+        f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
+        print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {acc:.3f} | {scaled}/{n} |")
+    print(f"\nper-fit oracle mean accuracy {np.mean(oracle):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
