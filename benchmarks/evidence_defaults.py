@@ -51,13 +51,29 @@ def _data() -> dict:
     return data
 
 
-def run(out_path: Path, only=None) -> None:
+def run(out_path: Path, only=None, params=None) -> None:
     from sklearn.model_selection import train_test_split
 
     import noisysgd
     from noisysgd import NoisySGDClassifier
 
-    out = json.loads(out_path.read_text()) if out_path.exists() else {"library": noisysgd.__file__, "cells": {}}
+    params = dict(params or {})
+    if params.get("clip_norm") == "adaptive-scaled":  # (the variant that scales the step by C_0/C_t)
+        import noisysgd.config as config
+        from noisysgd.run import AdaptiveClip
+
+        real = config.configure
+
+        def configure(p, *a, **k):
+            out = real(p, *a, **k)
+            if p.get("adaptive_clip") is not None:
+                p["adaptive_clip"] = AdaptiveClip(scale_step=True)
+            return out
+        import noisysgd.pipeline as pipeline
+        pipeline.configure = configure
+        params["clip_norm"] = "adaptive"
+    out = json.loads(out_path.read_text()) if out_path.exists() else {"library": noisysgd.__file__, "cells": {},
+                                                                      "params": params}
     warnings.simplefilter("ignore")
     for name, ((X, y), test_size) in _data().items():
         if only and name not in only:
@@ -72,7 +88,8 @@ def run(out_path: Path, only=None) -> None:
                     if key in out["cells"]:
                         continue
                     t0 = time.perf_counter()
-                    clf = NoisySGDClassifier(epsilon=eps, classes=labels, random_state=s, **extra).fit(Xtr, ytr)
+                    clf = NoisySGDClassifier(epsilon=eps, classes=labels, random_state=s, **extra,
+                                             **params).fit(Xtr, ytr)
                     cfg = clf.privacy_report_["config"]
                     out["cells"][key] = {"accuracy": float(clf.score(Xte, yte)), "seconds": time.perf_counter() - t0,
                                          "regime": cfg.get("chosen", {}).get("regime"),
@@ -107,10 +124,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--tables", nargs="*")
     ap.add_argument("--compare", nargs=2, type=Path)
+    ap.add_argument("--params", default="{}", help="JSON of estimator parameters to set on every fit (a variant "
+                    "of the defaults, e.g. '{\"clip_norm\": \"adaptive\"}')")
     args = ap.parse_args(argv)
     if args.compare:
         return compare(*args.compare)
-    run(args.json, args.tables)
+    run(args.json, args.tables, json.loads(args.params))
     return 0
 
 

@@ -757,10 +757,15 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
     from .private_fit import default_delta as _default_delta
 
     names = ("batching", "batch_size", "epochs", "alpha")
-    clip_auto = p.get("clip_norm") == "auto"
+    clip_auto = p.get("clip_norm") in ("auto", "adaptive")
+    adaptive = p.get("clip_norm") == "adaptive"
     p["clip_norm"] = declared_clip_norm(p.get("clip_norm"))  # clipped below only if the search picks composition
     auto = [k for k in names if p[k] == "auto"]
     if not auto:
+        if adaptive:
+            raise ValueError("clip_norm='adaptive' needs the automatic configuration (leave batching, batch_size, "
+                             "epochs or alpha to 'auto'): it clips adaptively only a run the search shapes for "
+                             "amplified composition.")
         return {"auto": []}
     fixed = fixed_parameters(p)
     delta = p["delta"] if p["delta"] is not None else _default_delta(n)
@@ -794,6 +799,13 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
     out["auto"] = auto
     if clip_auto and cfg.chosen.get("optimal_step"):
         clip = _composition_clip(p, loss, c.lipschitz, target_bound, fixed)
+        if clip is not None and adaptive:  # the clip starts there and follows the gradients' median
+            from .run import AdaptiveClip
+
+            p["adaptive_clip"] = AdaptiveClip()
+            clip.update(adaptive=p["adaptive_clip"].to_dict(),
+                        rule=clip["rule"] + "; then adaptive (clip_norm='adaptive'): the clip follows the median "
+                             "gradient norm, privately counted (Andrew et al. 2021), from that start")
         if clip is not None:
             out["clip"] = clip
             out["explanation"] += (f"; clipped at {clip['clip_norm']:.4g} ({CLIP_FACTOR:g} of the natural Lipschitz "
@@ -805,7 +817,7 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
 def declared_clip_norm(value):
     """The clip norm as far as it is known before the configuration is chosen: ``"auto"`` is the
     loss's natural constant (None) until :func:`configure` picks the amplified-composition regime."""
-    return None if is_auto(value) else value
+    return None if is_auto(value) or (isinstance(value, str) and value == "adaptive") else value
 
 
 def _composition_clip(p: dict, loss, L: float, target_bound, fixed: dict) -> dict | None:

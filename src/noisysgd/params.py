@@ -84,8 +84,9 @@ def check_common(estimator) -> dict:
                                                                    low_open=False, auto_only=True),
         "feature_clip": check_real(estimator, "feature_clip", estimator.feature_clip),
         "intercept_scaling": estimator._intercept_scaling(),
-        "clip_norm": "auto" if (estimator._CLIP_AUTO and is_auto(estimator.clip_norm)) else check_real(
-            estimator, "clip_norm", estimator.clip_norm, optional=True, auto_only=estimator._CLIP_AUTO),
+        "clip_norm": ("auto" if (estimator._CLIP_AUTO and is_auto(estimator.clip_norm)) else "adaptive" if (
+            estimator._CLIP_AUTO and isinstance(estimator.clip_norm, str) and estimator.clip_norm == "adaptive")
+            else check_real(estimator, "clip_norm", estimator.clip_norm, optional=True, auto_only=estimator._CLIP_AUTO)),
         "diameter": check_real(estimator, "diameter", estimator.diameter, optional=True),
         "adjacency": check_choice(estimator, "adjacency", estimator.adjacency, ADJACENCIES),
         "public_n": check_int(estimator, "public_n", estimator.public_n, optional=True),

@@ -252,7 +252,7 @@ def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Ex
     schedule = Schedule(epochs=p["epochs"], batch_size=b, batching=p["batching"], learning_rate=p["learning_rate"],
                         l2=p["alpha"], initialization=declared.initialization, start=start)
     bounds = Bounds(feature_clip=p["feature_clip"], intercept_scaling=p["intercept_scaling"], clip_norm=p["clip_norm"],
-                    diameter=p["diameter"], target_bound=declared.target_bound)
+                    diameter=p["diameter"], target_bound=declared.target_bound, adaptive_clip=p.get("adaptive_clip"))
     privacy = Privacy(epsilon=p["epsilon"], delta=p["delta"], noise_multiplier=p["noise_multiplier"],
                       adjacency=p["adjacency"], analyses=declared.analyses, query=query, public_n=p["public_n"],
                       release=declared.release)

@@ -145,6 +145,8 @@ class Bounds:
     clip_norm: float | None = None
     diameter: float | None = None
     target_bound: float | None = None
+    #: :class:`noisysgd.run.AdaptiveClip`: the clip starts at ``clip_norm`` and moves (None: fixed).
+    adaptive_clip: Any = None
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,7 @@ def describe(n: int, loss: Loss, schedule: Schedule, bounds: Bounds, privacy: Pr
         noise_multiplier=1.0 if z is None else checked_real("noise_multiplier", z), lipschitz=constants.lipschitz,
         smoothness=smoothness, strong_convexity=lam, convex=constants.convex,
         diameter=bounds.diameter, adjacency=adjacency, initialization=initialization,
+        adaptive_clip=bounds.adaptive_clip,
     )
 
 

@@ -167,6 +167,9 @@ class Analysis(ABC):
     #: Whether the bound depends on the step size; a run without one
     #: (``learning_rate=None``) is then refused with that reason.
     uses_learning_rate: bool = True
+    #: Whether the bound holds for a clip that changes from step to step (``Run.adaptive_clip``):
+    #: only the composition analyses, which account every iterate and need no fixed gradient map.
+    adaptive_clip_ok: bool = False
 
     def __init_subclass__(cls, **kwargs):
         """Every subclass's :meth:`why_not` first refuses a run without a step size
@@ -180,6 +183,9 @@ class Analysis(ABC):
         def why_not(self, run, _own=own):
             if self.uses_learning_rate and run.learning_rate is None:
                 return "needs the step size (learning_rate / --lr); the composition baselines do not"
+            if getattr(run, "adaptive_clip", None) is not None and not self.adaptive_clip_ok:
+                return ("the run clips adaptively: its contraction argument needs one gradient map (one clip) "
+                        "for every step; only the composition analyses cover a clip that moves")
             return _own(self, run)
 
         why_not._checks_learning_rate = True

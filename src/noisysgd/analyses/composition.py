@@ -149,6 +149,7 @@ class Composition(RDPAnalysis):
     """RDP composition over every step that can touch the differing example."""
 
     name = "composition"
+    adaptive_clip_ok = True  # every iterate accounted: the clip may move (Run.adaptive_clip)
     uses_learning_rate = False
     citation = (
         "Abadi et al. 2016; Mironov, Talwar & Zhang 2019 (sampled Gaussian RDP); "
@@ -181,6 +182,7 @@ class CompositionPLD(Analysis):
     """Privacy-loss-distribution composition through dp_accounting's PLD accountant."""
 
     name = "composition-pld"
+    adaptive_clip_ok = True
     uses_learning_rate = False
     citation = (
         "Koskela et al. 2020; Doroshenko et al. 2022 (connect-the-dots PLD), "

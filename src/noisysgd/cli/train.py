@@ -147,9 +147,11 @@ def add_arguments(p) -> None:
     p.add_argument("--intercept-scaling", type=float_or_auto, default="auto", metavar="S|auto",
                    help="s: the bias coordinate appended to every clipped feature vector (the gradient bound "
                         "grows with sqrt(R^2 + s^2)); auto = R/4 for classification, 1 for regression")
-    p.add_argument("--clip-norm", type=float_or_auto, default="auto", metavar="L|auto",
+    p.add_argument("--clip-norm", type=clip_norm_flag, default="auto", metavar="L|auto|adaptive",
                    help="per-example gradient clipping norm; auto (classification): none, except a run the search "
-                        "chose for amplified composition, clipped at 0.3 of the natural Lipschitz constant")
+                        "chose for amplified composition, clipped at 0.3 of the natural Lipschitz constant; adaptive: "
+                        "that run's clip starts there and follows the median gradient norm, privately counted "
+                        "(Andrew et al. 2021; noisysgd.run.AdaptiveClip)")
     p.add_argument("--diameter", type=float, help="project the iterates onto a ball of this diameter")
     p.add_argument("--target-bound", type=float, help="regression: clip labels to [-B, B]")
     p.add_argument("--huber-delta", type=float, default=1.0)
@@ -331,6 +333,11 @@ def _warn_if_near_chance(pred, y, classes, advice: str) -> bool:
     return found is not None
 
 
+
+
+def clip_norm_flag(text: str):
+    """--clip-norm: a number, auto or adaptive."""
+    return "adaptive" if text.strip() == "adaptive" else float_or_auto(text)
 
 
 def cmd_train(args) -> int:

@@ -57,7 +57,7 @@ from .losses import Loss, LossConstants, feature_rows, float_dtype, positive_rea
 from .rows import CenteredRows, Rows, rows_of, source_norms
 from .secure import SecureRandom
 
-__all__ = ["TrainResult", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core", "StepHooks"]
+__all__ = ["TrainResult", "AdaptiveState", "refuse_adaptive", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core", "StepHooks"]
 
 
 
@@ -192,6 +192,52 @@ class StepHooks:
     save_every: int | None = None
 
 
+def refuse_adaptive(run, what: str) -> None:
+    """The ValueError for an adaptively clipped ``run`` (``Run.adaptive_clip``) where the engine
+    cannot clip adaptively yet."""
+    if run.adaptive_clip is not None:
+        raise ValueError(f"run.adaptive_clip: an adaptively clipped run cannot be {what} yet.")
+
+
+class AdaptiveState:
+    """The clip of an adaptively clipped run as it moves (:class:`noisysgd.run.AdaptiveClip`):
+    C_t, the per-example thresholds C_t·``unit`` (``unit`` = 1/‖x̄_i‖, a few ulps smaller), the
+    gradient noise std z_Δ·C_t/b, and the update from the noisy count of the batch's unclipped
+    examples; ``trajectory`` holds C_0, C_1, …"""
+
+    def __init__(self, spec, *, clip: float, unit: np.ndarray, gradient_noise: float, expected_batch: float,
+                 count_std: float):
+        self.spec, self.clip, self.unit = spec, float(clip), unit
+        self.gradient_noise, self.expected_batch = float(gradient_noise), float(expected_batch)
+        self.count_std = float(count_std)
+        self.trajectory = [self.clip]
+
+    def derivative(self, loss, S, Y, batch):
+        """(φ' clipped at C_t, which examples it left unclipped) — the same clip as a fixed one at C_t."""
+        free = loss.derivative(S.copy(), Y)  # (a derivative may reuse its scores)
+        D = loss.clipped_derivative(S, Y, self.unit[batch] * self.unit.dtype.type(self.clip))
+        same = D == free
+        return D, (same if same.ndim == 1 else same.all(axis=1))
+
+    def noise_std(self) -> float:
+        return self.gradient_noise * self.clip
+
+    def update(self, unclipped, rng) -> None:
+        """C_{t+1} = C_t·exp(−η_C·(b̄_t − γ)), b̄_t = (Σ(b_i − ½) + N(0, σ_b²))/m + ½ (the released count)."""
+        b = np.asarray(unclipped)
+        count = float(np.count_nonzero(b)) - 0.5 * b.size
+        count += self.count_std * float(rng.standard_normal(1)[0])
+        fraction = count / self.expected_batch + 0.5
+        self.clip *= math.exp(-self.spec.clip_learning_rate * (fraction - self.spec.target_quantile))
+        self.trajectory.append(self.clip)
+
+    def summary(self) -> dict:
+        t = np.asarray(self.trajectory)
+        return {**self.spec.to_dict(), "count_noise_std": self.count_std, "initial_clip": float(t[0]), "final_clip": float(t[-1]),
+                "min_clip": float(t.min()), "max_clip": float(t.max()), "mean_clip": float(t.mean()),
+                "gradient_noise_multiplier": self.gradient_noise * self.expected_batch}
+
+
 def noisy_sgd_core(
     loss: Loss,
     Xbar: np.ndarray,
@@ -208,6 +254,7 @@ def noisy_sgd_core(
     noise_rng: np.random.Generator | None = None,
     start_step: int = 0,
     hooks: "StepHooks | None" = None,
+    adaptive: "AdaptiveState | None" = None,
 ) -> tuple[np.ndarray, int, list]:
     """The step loop, without validation (use :func:`train` or :func:`sgd`).
 
@@ -228,6 +275,10 @@ def noisy_sgd_core(
     the iterate after them, ``batches`` and ``step_sizes`` start at the next
     step, steps are numbered from ``start_step + 1``, and ``hooks.history``
     holds the records so far).
+
+    ``adaptive`` (:class:`AdaptiveState`, a run with ``Run.adaptive_clip``): the thresholds are
+    C_t·``adaptive.unit`` and the noise std z_Δ·C_t/b at step t, and after each step the noisy
+    count of the batch's unclipped examples moves C_t (``thresholds`` and ``noise_std`` unused).
     """
     hooks = StepHooks() if hooks is None else hooks
     callback, record_every, save, save_every = hooks.callback, hooks.record_every, hooks.save, hooks.save_every
@@ -236,7 +287,7 @@ def noisy_sgd_core(
     flat = W.reshape(-1)
     inv_b = 1.0 / denominator
     noise_std = float(noise_std)
-    noise = np.empty_like(W) if noise_std > 0.0 else None
+    noise = np.empty_like(W) if noise_std > 0.0 or adaptive is not None else None
     if noise is not None and noise_rng is None:
         raise ValueError("noise_rng must be a numpy.random.Generator when noise_std > 0. Found None.")
     r2 = None if radius is None else float(radius) ** 2
@@ -252,7 +303,9 @@ def noisy_sgd_core(
         else:
             Xb = Xbar[batch]
             S = Xb @ W
-        if thresholds is None:
+        if adaptive is not None:
+            D, unclipped = adaptive.derivative(loss, S, Y[batch], batch)
+        elif thresholds is None:
             D = loss.derivative(S, Y[batch])
         else:
             D = loss.clipped_derivative(S, Y[batch], thresholds[batch])
@@ -263,8 +316,12 @@ def noisy_sgd_core(
         G *= inv_b
         if noise is not None:
             noise_rng.standard_normal(dtype=dt, out=noise)
-            noise *= noise_std
+            noise *= noise_std if adaptive is None else adaptive.noise_std()
             G += noise
+        if adaptive is not None:  # the released count moves the clip for the next step
+            adaptive.update(unclipped, noise_rng)
+        if adaptive is not None and adaptive.spec.scale_step:
+            eta *= adaptive.trajectory[0] / adaptive.trajectory[-2]  # (the clip G was computed at: C_0/C_t)
         if l2:
             W *= 1.0 - eta * l2  # the λω term of the step
         G *= eta
@@ -538,6 +595,8 @@ def checkpoint_options(run: Run, checkpointing):
             raise ValueError(f"{name} must be True or False. Found {value!r}.")
     if c.context is not None and not isinstance(c.context, dict):
         raise ValueError(f"checkpoint_context must be a dict or None. Found {c.context!r}.")
+    if checkpoint is not None:
+        refuse_adaptive(run, "checkpointed (a checkpoint does not hold the clip C_t): train it without one")
     if checkpoint is None:
         if checkpoint_every is not None:
             raise ValueError(f"checkpoint_every needs a checkpoint path. Found checkpoint=None, "
@@ -776,6 +835,12 @@ def _execute(p: PreparedRun, *, noise_std, clip_norm, record, extra, ledger=None
             noise_rng = generator_from_state(resumed.noise_state)
             batch_stream = BatchStream.from_state(resumed.batch_meta, resumed.batch_arrays, None)
     thresholds = None if clip_norm is None else clip_thresholds(clip_norm, norms, dt)
+    adaptive = None
+    if run.adaptive_clip is not None and noise_std > 0.0:  # (sgd's noiseless baseline clips at C_0, fixed)
+        adaptive = AdaptiveState(run.adaptive_clip, clip=run.lipschitz, unit=clip_thresholds(1.0, norms, dt),
+                                 gradient_noise=run.adaptive_clip.gradient_noise_multiplier(run.noise_multiplier)
+                                 / run.batch_size, expected_batch=run.batch_size,
+                                 count_std=run.adaptive_clip.count_std(run.noise_multiplier))
     radius = safe_radius(run, dt)
 
     def save(t, W, hist):  # a checkpoint after step t (atomic; see .checkpoint)
@@ -798,6 +863,7 @@ def _execute(p: PreparedRun, *, noise_std, clip_norm, record, extra, ledger=None
         hooks=StepHooks(callback=p.callback, record_every=run.steps_per_epoch if record else None,
                         history=history, save=None if ledger is None else save,
                         save_every=None if ledger is None else ledger.every_steps),
+        adaptive=adaptive,
     )
     if ledger is not None:
         if ledger.keep:
@@ -810,5 +876,8 @@ def _execute(p: PreparedRun, *, noise_std, clip_norm, record, extra, ledger=None
     enforced = enforced_record(p, clip_norm=clip_norm, radius=radius, init_kind=init_kind, steps=steps,
                          noise_std=noise_std)
     enforced.update(extra)
+    if adaptive is not None:
+        enforced["adaptive_clip"] = adaptive.summary()
+        enforced["noise_std"] = "z_Δ·C_t/b at step t (adaptive_clip)"
     return TrainResult(coef=W, steps=steps, history=tuple(history), enforced=enforced, run=run,
                        loss=loss, feature_clip=p.feature_clip, intercept_scaling=p.intercept_scaling)
