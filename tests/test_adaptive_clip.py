@@ -113,3 +113,28 @@ def test_the_engines_that_cannot_clip_adaptively_refuse_with_the_reason():
     with pytest.raises(ValueError, match="cannot be trained by replicated training"):
         train_replicas(_run(adaptive_clip=AdaptiveClip()), BinaryLogistic(), X, y, replicas=2, feature_clip=1.0,
                        random_state=0)
+
+
+@pytest.mark.slow
+def test_the_audit_keeps_the_honest_count_below_its_certificate_and_catches_an_unnoised_one():
+    """Issue 44 §3: two rows, Poisson batches of expected size 1 under add/remove, 200 steps at z = 12
+    (certified ε = 2.41 at δ = 1e-5).  The statistic is the sum of the released counts, read back from
+    the clip's trajectory: honest, the canary's +½ hides in the count's noise (lower bound 0); released
+    un-noised, it is caught (2.85 > 2.41: a violation)."""
+    from noisysgd.audit.adversaries import adaptive_run, audit_adaptive
+
+    run = adaptive_run(n=2, batch_size=1, steps=200, noise_multiplier=12.0)
+    honest = audit_adaptive(run, delta=1e-5, runs=300, random_state=0)
+    leaky = audit_adaptive(run, delta=1e-5, runs=300, random_state=0, leak_count=True)
+    assert honest.certified_by == "composition-pld" and not honest.violation
+    assert honest.lower_bound.epsilon <= honest.certified_epsilon
+    assert leaky.violation and leaky.lower_bound.epsilon > leaky.certified_epsilon
+
+
+def test_the_audit_cli_refuses_what_the_adaptive_adversary_does_not_run(capsys):
+    from noisysgd.cli import main
+
+    assert main(["audit", "--adversary", "adaptive", "--batching", "full"]) == 2
+    assert "--adversary adaptive runs Poisson batches" in capsys.readouterr().err
+    assert main(["audit", "--adversary", "canary", "--leak-count"]) == 2
+    assert "--leak-count applies to --adversary adaptive only" in capsys.readouterr().err

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..run import Run
+from ..run import AdaptiveClip, Run
 from ..train.losses import BinaryLogistic
 from ..progress import bar
 from ..train.release import check_average
@@ -32,6 +32,10 @@ from .losses import Linear
 from .stats import EpsilonLowerBound, Threshold, choose_threshold, evaluate_threshold
 
 __all__ = [
+    "LeakyCount",
+    "adaptive_datasets",
+    "adaptive_run",
+    "audit_adaptive",
     "PAIRS",
     "AuditResult",
     "at_1d_datasets",
@@ -549,5 +553,109 @@ def audit_canary(
     }
     return _audit(_Adversary("canary", fit, score, "loss on the canary", details, direction=-1), run=run,
                   trainer_run=trainer, delta=delta, confidence=confidence, runs=runs,
+                  calibration_runs=calibration_runs, threshold=threshold, random_state=random_state,
+                  certify=certify, progress=progress)
+
+
+# --------------------------------------------------------------------------- adaptive clipping's count
+
+
+class LeakyCount(AdaptiveClip):
+    """An :class:`~noisysgd.run.AdaptiveClip` whose count is released **without noise** (the gradient
+    keeps the whole noise multiplier): the broken trainer :func:`audit_adaptive` must catch.  For
+    audits only — no certificate covers it."""
+
+    def __post_init__(self) -> None:  # (no lower bound on the count's noise: there is none)
+        pass
+
+    def count_std(self, z: float) -> float:
+        return 0.0
+
+    def gradient_noise_multiplier(self, z: float) -> float:
+        return float(z)
+
+
+def adaptive_datasets(n: int, *, feature_clip: float = 1.0):
+    """D: ``n − 1`` rows on the clip's sphere, labels against their direction (gradients of norm
+    ~√(R² + s²)/2: clipped while C_t is below that); D′: D and one more row, the canary, all zeros
+    with label 1 (its gradient s·|φ'| is tiny: never clipped).  Under add/remove (public n = n) the
+    canary's centred indicator adds +½ to the released count of every batch it is sampled into."""
+    k = n - 1
+    X = np.zeros((k, 2))
+    X[:, 0] = feature_clip
+    y = np.zeros(k, dtype=int)
+    return {"X": X, "y": y, "X_prime": np.vstack([X, np.zeros((1, 2))]), "y_prime": np.append(y, 1)}
+
+
+def adaptive_run(*, n: int, batch_size: int, steps: int, noise_multiplier: float, feature_clip: float = 1.0,
+                 learning_rate: float = 1e-3, adaptive_clip: AdaptiveClip | None = None) -> Run:
+    """The run :func:`audit_adaptive` trains: binary logistic, Poisson batches of expected size
+    ``batch_size`` at the public n, add/remove adjacency, the clip starting at 0.3·L and adaptive."""
+    c = BinaryLogistic().constants(feature_clip=feature_clip)
+    return Run(n=n, batch_size=batch_size, batching="poisson", steps=steps, learning_rate=learning_rate,
+               noise_multiplier=noise_multiplier, lipschitz=0.3 * c.lipschitz, adjacency="add-remove",
+               adaptive_clip=AdaptiveClip() if adaptive_clip is None else adaptive_clip)
+
+
+def audit_adaptive(
+    run: Run,
+    *,
+    delta: float,
+    feature_clip: float = 1.0,
+    runs: int = 1000,
+    confidence: float = 0.95,
+    calibration_runs: int | None = None,
+    threshold="tuned",
+    random_state=None,
+    leak_count: bool = False,
+    certify="best",
+    progress: bool = False,
+) -> AuditResult:
+    """Audit adaptive clipping's count: ``run`` (an :func:`adaptive_run`) trained on
+    D or D′ of :func:`adaptive_datasets`; the statistic is the sum over the steps of the released
+    counts, read back from the clip's trajectory (C_{t+1}/C_t = exp(−η_C·(b̄_t − γ)): b̄_t, hence
+    the count, is a function of it — covered by the composition certificate, which accounts every
+    step's output).  The canary adds +½ to each count it is sampled into; the honest count's noise
+    (σ_b = r·z) hides it within the certificate, and ``leak_count`` trains with the count released
+    un-noised (:class:`LeakyCount`), which the audit must catch.
+
+    With two rows (public n = 2, Poisson batches of expected size 1, 200 steps, z = 12: certified
+    ε = 2.41 at δ = 10⁻⁵), 300 runs per dataset: the honest count gives a lower bound of 0, the
+    un-noised one 2.85 — a violation (``tests/test_adaptive_clip.py``; ~15 s)::
+
+        run = adaptive_run(n=2, batch_size=1, steps=200, noise_multiplier=12.0)
+        audit_adaptive(run, delta=1e-5, runs=300, random_state=0, leak_count=True).violation  # True
+    """
+    from ..train import PrivacyLeakWarning, train
+
+    if not isinstance(run, Run) or run.adaptive_clip is None:
+        raise ValueError("run must be a noisysgd.Run with adaptive_clip (noisysgd.audit.adaptive_run). "
+                         f"Found {run!r}.")
+    spec = run.adaptive_clip
+    trainer = run.replace(adaptive_clip=LeakyCount(spec.target_quantile, spec.clip_learning_rate,
+                                                   spec.count_noise, spec.scale_step)) if leak_count else run
+    data = adaptive_datasets(run.n, feature_clip=feature_clip)
+    loss = BinaryLogistic()
+
+    def fit(which, R, rng, on_step):
+        X, y = (data["X"], data["y"]) if which == "D" else (data["X_prime"], data["y_prime"])
+        out = np.empty(R)
+        for r in range(R):  # one run at a time (the replicated engine does not clip adaptively)
+            with warnings.catch_warnings():  # (the rows lie on the clip's sphere by construction: declared, not read)
+                warnings.simplefilter("ignore", PrivacyLeakWarning)
+                res = train(trainer, loss, X, y, feature_clip=feature_clip, random_state=int(rng.integers(2**63)),
+                            analyses=("composition",))
+            C = np.asarray(res.enforced["adaptive_clip"]["trajectory"])
+            fraction = spec.target_quantile - np.log(C[1:] / C[:-1]) / spec.clip_learning_rate
+            out[r] = float(np.sum((fraction - 0.5) * run.batch_size))  # Σ_t released count
+            if on_step is not None:
+                on_step(run.steps / R if R else 0)
+        return out
+
+    details = {"dataset": f"{run.n - 1} rows on the clip's sphere; D' adds an all-zero canary with label 1",
+               "statistic_source": "the released counts, read back from the clip's trajectory",
+               "leak_count": leak_count, "count_noise_std": 0.0 if leak_count else spec.count_std(run.noise_multiplier)}
+    return _audit(_Adversary("adaptive", fit, lambda s: s, "sum of the released counts", details, direction=1),
+                  run=run, trainer_run=trainer, delta=delta, confidence=confidence, runs=runs,
                   calibration_runs=calibration_runs, threshold=threshold, random_state=random_state,
                   certify=certify, progress=progress)

@@ -42,6 +42,10 @@ examples:
   noisysgd audit --adversary at-1d --adjacency add-remove --n 10 --batch-size 2 --batching poisson \
       --steps 200 --lr 1 --noise-multiplier 1 --diameter 4 --runs 10000 --seed 0
 
+  # adaptive clipping: the honest count, then one released un-noised (the audit must fail: exit 3)
+  noisysgd audit --adversary adaptive --runs 300 --seed 0
+  noisysgd audit --adversary adaptive --runs 300 --seed 0 --leak-count
+
   # a canary in scikit-learn's digits (binary logistic regression), as JSON
   noisysgd audit --adversary canary --n 200 --batching full --steps 100 \\
       --noise-multiplier 16 --feature-clip 3 --clip-norm 1 --diameter 4 --runs 2000 --json
@@ -53,14 +57,17 @@ _DEFAULTS = {
                   diameter=4.0, runs=10_000, threshold="tuned", variant="opposed"),
     "canary": dict(n=200, batching="full", steps=100, lr=None, noise_multiplier=16.0, feature_clip=3.0,
                    clip_norm=1.0, alpha=0.0, diameter=4.0, runs=2000, threshold="tuned"),
+    "adaptive": dict(n=2, batching="poisson", batch_size=1, steps=200, noise_multiplier=12.0, runs=1000,
+                     threshold="tuned"),
 }
 _ONLY = {
     "at-1d": ("lipschitz", "smoothness", "variant"),
     "canary": ("feature_clip", "clip_norm", "alpha"),
+    "adaptive": ("leak_count",),
 }
 _FLAG = {
     "lipschitz": "--lipschitz", "smoothness": "--smoothness", "variant": "--variant",
-    "feature_clip": "--feature-clip", "clip_norm": "--clip-norm", "alpha": "--alpha",
+    "feature_clip": "--feature-clip", "clip_norm": "--clip-norm", "alpha": "--alpha", "leak_count": "--leak-count",
 }
 
 
@@ -91,8 +98,10 @@ def add_arguments(p) -> None:
     from ..analyses import ANALYSES
     from ..accountant import BEST
 
-    p.add_argument("--adversary", required=True, choices=("at-1d", "canary"),
-                   help="at-1d: Altschuler & Talwar's 1-D construction; canary: a canary in digits")
+    p.add_argument("--adversary", required=True, choices=("at-1d", "canary", "adaptive"),
+                   help="at-1d: Altschuler & Talwar's 1-D construction; canary: a canary in digits; adaptive: "
+                        "adaptive clipping's released counts (Poisson batches, add/remove; noisysgd.audit."
+                        "audit_adaptive)")
     g = p.add_argument_group("the run (defaults depend on --adversary)")
     g.add_argument("--n", type=int, help="number of examples (canary: the first n digits; at most 1797)")
     g.add_argument("--batch-size", type=int, help="batch size b (default: n for full)")
@@ -120,6 +129,9 @@ def add_arguments(p) -> None:
     c.add_argument("--feature-clip", type=float, help="R: features clipped to norm R (default 3)")
     c.add_argument("--clip-norm", type=float, help="L: per-example gradient clip norm (default 1)")
     c.add_argument("--alpha", type=float, help="lambda: L2 regularization = strong convexity (default 0)")
+    ad = p.add_argument_group("adaptive")
+    ad.add_argument("--leak-count", action="store_true", default=None,
+                    help="train with the count released un-noised (a broken trainer the audit must catch)")
     s = p.add_argument_group("the audit")
     s.add_argument("--runs", type=int, help="counted runs per dataset (default 10000 at-1d, 2000 canary)")
     s.add_argument("--calibration-runs", type=int,
@@ -149,10 +161,10 @@ def _build(args):
 
     adv = args.adversary
     d = _DEFAULTS[adv]
-    other = "canary" if adv == "at-1d" else "at-1d"
-    for name in _ONLY[other]:
-        if getattr(args, name) is not None:
-            raise ValueError(f"{_FLAG[name]} applies to --adversary {other} only.")
+    for other in _ONLY:
+        for name in _ONLY[other] if other != adv else ():
+            if getattr(args, name, None) is not None:
+                raise ValueError(f"{_FLAG[name]} applies to --adversary {other} only.")
     if args.no_diameter and adv == "at-1d":
         raise ValueError("--no-diameter applies to --adversary canary only (the construction lives on "
                          "K = [-D/2, D/2]).")
@@ -161,7 +173,7 @@ def _build(args):
     get = lambda name: d.get(name) if getattr(args, name, None) is None else getattr(args, name)  # noqa: E731
     n = get("n")
     batching = get("batching")
-    b = args.batch_size if args.batch_size is not None else (n if batching == "full" else None)
+    b = args.batch_size if args.batch_size is not None else (n if batching == "full" else d.get("batch_size"))
     if b is None:
         raise ValueError(f"--batch-size is required for --batching {batching}.")
     diameter = None if args.no_diameter else get("diameter")
@@ -180,7 +192,17 @@ def _build(args):
     else:
         steps = get("steps")
     z = get("noise_multiplier")
-    if adv == "at-1d":
+    if adv == "adaptive":
+        from ..audit.adversaries import adaptive_run
+
+        if batching != "poisson" or args.adjacency != "replace" or args.average != "no" or args.lr is not None \
+                or args.diameter is not None:
+            raise ValueError("--adversary adaptive runs Poisson batches under add/remove at its own step size, "
+                             "without projection or averaging: leave --batching, --adjacency, --lr, --diameter "
+                             "and --average out.")
+        run = adaptive_run(n=n, batch_size=b, steps=steps, noise_multiplier=z)
+        extra = dict(leak_count=bool(args.leak_count))
+    elif adv == "at-1d":
         if args.adjacency == "add-remove" and args.variant is not None:
             raise ValueError("--variant applies to --adjacency replace only (add-remove removes the last example).")
         run = at_1d_run(n=n, batch_size=b, batching=batching, steps=steps, learning_rate=get("lr"),
@@ -207,11 +229,12 @@ def _build(args):
 
 def cmd_audit(args) -> int:
     """Handler of ``noisysgd audit`` (raises ValueError for bad input)."""
-    from ..audit.adversaries import audit_at_1d, audit_canary
+    from ..audit.adversaries import audit_adaptive, audit_at_1d, audit_canary
 
     adv, run, kwargs = _build(args)
     progress = not args.quiet and sys.stderr.isatty()
-    result = (audit_at_1d if adv == "at-1d" else audit_canary)(run, progress=progress, **kwargs)
+    audit = {"at-1d": audit_at_1d, "canary": audit_canary, "adaptive": audit_adaptive}[adv]
+    result = audit(run, progress=progress, **kwargs)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=_plain))
     else:
@@ -238,7 +261,8 @@ def format_result(res) -> str:
     """The text report of an :class:`~noisysgd.audit.AuditResult`."""
     r, lb = res.run, res.lower_bound
     title = {"at-1d": "Altschuler & Talwar's 1-D construction (Theorem 4.1)",
-             "canary": "a canary in scikit-learn's digits"}[res.adversary]
+             "canary": "a canary in scikit-learn's digits",
+             "adaptive": "adaptive clipping's released counts (Andrew et al. 2021)"}[res.adversary]
     lines = [f"noisysgd audit: {title}"]
     lines.append(
         f"run: n = {r.n}, batch size = {r.batch_size} ({r.batching}), {r.steps} steps, "

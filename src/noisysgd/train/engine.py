@@ -231,9 +231,14 @@ class AdaptiveState:
         self.clip *= math.exp(-self.spec.clip_learning_rate * (fraction - self.spec.target_quantile))
         self.trajectory.append(self.clip)
 
+    #: Runs of at most this many steps record the whole trajectory C_0..C_T in their summary (a function of
+    #: the released counts, so covered by the certificate; what an audit reads back).
+    TRAJECTORY_STEPS = 2000
+
     def summary(self) -> dict:
         t = np.asarray(self.trajectory)
-        return {**self.spec.to_dict(), "count_noise_std": self.count_std, "initial_clip": float(t[0]), "final_clip": float(t[-1]),
+        whole = {"trajectory": [float(c) for c in t]} if t.size <= self.TRAJECTORY_STEPS + 1 else {}
+        return {**self.spec.to_dict(), **whole, "count_noise_std": self.count_std, "initial_clip": float(t[0]), "final_clip": float(t[-1]),
                 "min_clip": float(t.min()), "max_clip": float(t.max()), "mean_clip": float(t.mean()),
                 "gradient_noise_multiplier": self.gradient_noise * self.expected_batch}
 
