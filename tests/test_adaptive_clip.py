@@ -138,3 +138,18 @@ def test_the_audit_cli_refuses_what_the_adaptive_adversary_does_not_run(capsys):
     assert "--adversary adaptive runs Poisson batches" in capsys.readouterr().err
     assert main(["audit", "--adversary", "canary", "--leak-count"]) == 2
     assert "--leak-count applies to --adversary adaptive only" in capsys.readouterr().err
+
+
+def test_no_analysis_certifies_the_audits_broken_clip_and_the_clip_stays_in_its_span():
+    from noisysgd.audit.adversaries import LeakyCount
+    from noisysgd.train.engine import AdaptiveState
+
+    leaky = _run(adaptive_clip=LeakyCount())
+    report = noisysgd.epsilon(leaky, delta=1e-5)
+    assert report.best is None and all("broken mechanism" in r.reason for r in report.results.values())
+    # the clip moves within [C_0/2^16, C_0·2^16]: every step far over the quantile still stops there
+    state = AdaptiveState(AdaptiveClip(clip_learning_rate=50.0), clip=1.0, unit=np.ones(4), gradient_noise=0.1,
+                          expected_batch=4, count_std=0.0)
+    for _ in range(10):
+        state.update(np.ones(4, dtype=bool), np.random.default_rng(0))  # all unclipped: the clip shrinks
+    assert state.clip == 2.0 ** -16

@@ -190,3 +190,23 @@ def test_the_prior_is_reused_from_a_recorded_answer():
     prior, part, eps, delta = class_prior_within(np.zeros(10, int), 2, 1.0, 1e-5, adjacency="replace",
                                                  recorded=recorded)
     assert prior.tolist() == [0.9, 0.1] and part is recorded["parts"][0] and eps < 1.0 and delta < 1e-5
+
+
+def test_a_resumed_fit_replays_the_release_checks_answer():
+    """One query, one answer: a fit given the queries a checkpoint recorded, the release check among them
+    already answered, reuses that answer instead of asking the check again."""
+    import json
+
+    from noisysgd.pipeline import Declared, classification_loss, fit_declared
+    from noisysgd.private_fit import Execution
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2000, 4))
+    y = (X[:, 0] > 0).astype(int)
+    decl = Declared(task="classification", epsilon=1.0, delta=None, noise_multiplier=None, prior=True,
+                    center="private", clip_norm="auto")
+    first = fit_declared(X, y, classification_loss(2), decl, Execution(random_state=None))
+    recorded = json.loads(json.dumps(first.fit.certificate["preprocessing"]))
+    again = fit_declared(X, y, classification_loss(2), decl, Execution(random_state=None), recorded=recorded)
+    a, b = first.fit.certificate["release_check"], again.fit.certificate["release_check"]
+    assert b["noisy_difference"] == a["noisy_difference"] and b["kept_model"] == a["kept_model"]

@@ -37,7 +37,8 @@ import numpy as np
 from .config import configure
 from .curvature import curvature_for
 from .prior import class_prior_within, prior_start, release_check, reserve_check, rows_right
-from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within, scaling_decision,
+from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within, recorded_part,
+                            scaling_decision,
                             scale_to_ball)
 from .private_fit import (Bounds, Execution, PrivateFit, Privacy, Schedule, default_delta, fit_private,
                           public_size)
@@ -233,10 +234,12 @@ def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Ex
     query = combine_queries([e.details for e in events])
     if query is not None:  # each query took its δ off the rest: the run's share plus theirs is the target, exactly
         target = declared.delta if declared.delta is not None else default_delta(n)
-        while p["delta"] + query["delta"] > target:
+        while p["delta"] > 0.0 and p["delta"] + query["delta"] > target:
             p["delta"] = math.nextafter(p["delta"], 0.0)
         while p["delta"] + query["delta"] < target and math.nextafter(p["delta"], 1.0) + query["delta"] <= target:
             p["delta"] = math.nextafter(p["delta"], 1.0)
+        while p["epsilon"] > 0.0 and p["epsilon"] + query["epsilon"] > declared.epsilon:  # (ε too: not an ulp over)
+            p["epsilon"] = math.nextafter(p["epsilon"], 0.0)
     search_epsilon = _search_epsilon(p, [e for e in events if e.kind in ("class_prior", "release_check") or (
         e.kind == "feature_range" and declared.feature_range == "auto")])
     config = configure(p, loss, n, d, declared.target_bound, curvature=ratio, search_epsilon=search_epsilon)
@@ -342,6 +345,9 @@ def _prior(y, loss, declared: Declared, p: dict, n: int, execution: Execution, r
     events.append(QueryEvent.of("class_prior", q))
     check, p["epsilon"], p["delta"] = reserve_check(p["epsilon"], p["delta"], adjacency=p["adjacency"],
                                                     target_mu=target_mu)
+    asked = recorded_part(recorded, "release_check")
+    if asked is not None and "noisy_difference" in asked:  # a resumed fit whose check was answered: not again
+        check.update(noisy_difference=asked["noisy_difference"], kept_model=asked["kept_model"], replayed=True)
     events.append(QueryEvent.of("release_check", check))
     return prior
 
@@ -371,9 +377,12 @@ def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execut
     """Step 6: the release check (:func:`noisysgd.prior.release_check`, its budget reserved and
     composed before the run): the model, or the prior where the model did not beat it."""
     check = next(e.details for e in events if e.kind == "release_check")
-    right = rows_right(fit.result.coef, X, y, feature_clip=p["feature_clip"],
-                       intercept_scaling=p["intercept_scaling"], prior_class=int(np.argmax(prior)))
-    kept = release_check(*right, check, seed=execution.random_state, secure_mode=execution.secure_mode)
+    if check.get("replayed"):  # (the answer a checkpoint recorded: one query, one answer)
+        kept = bool(check["kept_model"])
+    else:
+        right = rows_right(fit.result.coef, X, y, feature_clip=p["feature_clip"],
+                           intercept_scaling=p["intercept_scaling"], prior_class=int(np.argmax(prior)))
+        kept = release_check(*right, check, seed=execution.random_state, secure_mode=execution.secure_mode)
     certificate = fit.certificate
     certificate["release_check"] = {
         **{k: check[k] for k in ("mu", "epsilon", "delta", "noise_std", "noisy_difference", "query", "citation")},

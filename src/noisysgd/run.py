@@ -170,6 +170,8 @@ class AdaptiveClip:
     apply to such a run: the hidden-state bounds' contraction premise needs one clip for all steps.
     """
 
+    #: Whether an analysis may certify a run with this clip (False only for audits' broken variants).
+    certifiable = True
     target_quantile: float = 0.5
     clip_learning_rate: float = 0.2
     count_noise: float = 2.55

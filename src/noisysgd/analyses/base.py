@@ -183,7 +183,10 @@ class Analysis(ABC):
         def why_not(self, run, _own=own):
             if self.uses_learning_rate and run.learning_rate is None:
                 return "needs the step size (learning_rate / --lr); the composition baselines do not"
-            if getattr(run, "adaptive_clip", None) is not None and not self.adaptive_clip_ok:
+            spec = getattr(run, "adaptive_clip", None)
+            if spec is not None and not getattr(spec, "certifiable", True):
+                return f"its adaptive clip ({type(spec).__name__}) is a broken mechanism kept for audits: no bound covers it"
+            if spec is not None and not self.adaptive_clip_ok:
                 return ("the run clips adaptively: its contraction argument needs one gradient map (one clip) "
                         "for every step; only the composition analyses cover a clip that moves")
             return _own(self, run)

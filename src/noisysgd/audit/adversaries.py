@@ -565,6 +565,9 @@ class LeakyCount(AdaptiveClip):
     keeps the whole noise multiplier): the broken trainer :func:`audit_adaptive` must catch.  For
     audits only — no certificate covers it."""
 
+    #: No analysis certifies a run with this clip (``Analysis.why_not``): it trains, it is never certified.
+    certifiable = False
+
     def __post_init__(self) -> None:  # (no lower bound on the count's noise: there is none)
         pass
 
@@ -627,10 +630,14 @@ def audit_adaptive(
         audit_adaptive(run, delta=1e-5, runs=300, random_state=0, leak_count=True).violation  # True
     """
     from ..train import PrivacyLeakWarning, train
+    from ..train.engine import AdaptiveState
 
     if not isinstance(run, Run) or run.adaptive_clip is None:
         raise ValueError("run must be a noisysgd.Run with adaptive_clip (noisysgd.audit.adaptive_run). "
                          f"Found {run!r}.")
+    if run.steps > AdaptiveState.TRAJECTORY_STEPS:
+        raise ValueError(f"run.steps must be at most {AdaptiveState.TRAJECTORY_STEPS} for the adaptive audit (the "
+                         f"clip's trajectory, which it reads the counts from, is recorded up to there). Found {run.steps}.")
     spec = run.adaptive_clip
     trainer = run.replace(adaptive_clip=LeakyCount(spec.target_quantile, spec.clip_learning_rate,
                                                    spec.count_noise, spec.scale_step)) if leak_count else run
@@ -644,7 +651,7 @@ def audit_adaptive(
             with warnings.catch_warnings():  # (the rows lie on the clip's sphere by construction: declared, not read)
                 warnings.simplefilter("ignore", PrivacyLeakWarning)
                 res = train(trainer, loss, X, y, feature_clip=feature_clip, random_state=int(rng.integers(2**63)),
-                            analyses=("composition",))
+                            analyses=None if leak_count else ("composition",))  # (no bound covers the leak)
             C = np.asarray(res.enforced["adaptive_clip"]["trajectory"])
             fraction = spec.target_quantile - np.log(C[1:] / C[:-1]) / spec.clip_learning_rate
             out[r] = float(np.sum((fraction - 0.5) * run.batch_size))  # Σ_t released count

@@ -229,8 +229,13 @@ class AdaptiveState:
         count += self.count_std * float(rng.standard_normal(1)[0])
         fraction = count / self.expected_batch + 0.5
         self.clip *= math.exp(-self.spec.clip_learning_rate * (fraction - self.spec.target_quantile))
+        c0 = self.trajectory[0]  # kept within public bounds of C_0 (post-processing): no under- or overflow
+        self.clip = min(max(self.clip, c0 * self.SPAN ** -1), c0 * self.SPAN)
         self.trajectory.append(self.clip)
 
+    #: C_t stays within [C_0/SPAN, C_0·SPAN] (a function of the released counts and public C_0: post-processing;
+    #: a clip 2^16 times off its start is noise, and float32 thresholds keep their ulp margin there).
+    SPAN = 2.0 ** 16
     #: Runs of at most this many steps record the whole trajectory C_0..C_T in their summary (a function of
     #: the released counts, so covered by the certificate; what an audit reads back).
     TRAJECTORY_STEPS = 2000
