@@ -125,6 +125,9 @@ def test_train_and_predict_apply_the_declared_encoding(tmp_path, capsys):
     capsys.readouterr()
     doc = json.loads((out / "model.json").read_text())
     assert doc["encoding"] == {"categorical": CATS, "input_columns": ["age", "smoker", "region"]}
+    cert = json.loads((out / "certificate.json").read_text())  # the range query saw "age" only: 6 indicators public
+    ranges = next(p for p in cert["preprocessing"]["parts"] if "scales" in p)
+    assert len(ranges["scales"]) == 1 and ranges["public_indicator_columns"] == 6
     assert doc["feature_names"][1:3] == ["smoker=No", "smoker=Yes"] and doc["predict"].startswith("one-hot")
     model = noisysgd.load_model(out)
     assert model.categorical == CATS and model.input_columns == ["age", "smoker", "region"]

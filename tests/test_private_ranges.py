@@ -228,3 +228,25 @@ def test_auto_scales_mixed_units_and_keeps_one_scale(scale, expect):
     assert part["feature_range"] == "private" and part["epsilon"] > 0  # charged either way
     assert (clf.feature_map_.ranges is not None) == expect
     assert ("scaled by the private ranges" in part["decision"]) == expect
+
+
+def test_declared_categories_are_left_out_of_the_range_query():
+    """A declared category's 0/1 column has the public range [0, 1]: the private range query (and its
+    sensitivity sqrt(2d)) covers the numeric columns only, and the indicators are scaled by [0, 1]."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    df = pd.DataFrame({"income": rng.normal(50000, 15000, n), "age": rng.uniform(18, 80, n),
+                       "color": rng.choice(["red", "green", "blue"], n)})
+    y = ((df.income > 50000) ^ (df.color == "red")).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0,
+                                 categorical={"color": ["red", "green", "blue"]}).fit(df, y)
+    part = next(p for p in clf.privacy_report_["preprocessing"]["parts"] if "scales" in p)
+    assert len(part["scales"]) == 2 and part["public_indicator_columns"] == 3
+    assert "sqrt(2d) = 2" in part["query"]  # d = 2 numeric columns
+    low, high = clf.feature_map_.ranges
+    np.testing.assert_array_equal(low[2:], 0.0)
+    np.testing.assert_array_equal(high[2:], 1.0)

@@ -67,6 +67,7 @@ from .scalers import fit_rows, predict_rows, warn_about_private_preprocessing
 from .params import check_choice, check_common, check_real, is_auto, param_error
 from .run import Run
 from .train import ClassWeighted, Huber, Squared, encode_labels
+from .io import indicator_columns
 from .train.diagnostics import fit_warnings, mean_dominant, remedy
 from .train.losses import FLOATS as _FLOATS  # float32 features are kept (read a batch at a time)
 from .train.rows import block_rows as _score_rows  # rows scored at a time (4 MiB temporaries)
@@ -197,7 +198,9 @@ class _NoisySGDBase(BaseEstimator):
         return Declared.from_params(
             p, task="regression" if target_bound is not None or isinstance(self, RegressorMixin) else "classification",
             intercept_auto=is_auto(self.intercept_scaling) and self._INTERCEPT_AUTO, target_bound=target_bound,
-            analyses=self.analysis, feature_range=frange, center=self._center_rule(p), prior=self._prior_rule(p))
+            analyses=self.analysis, feature_range=frange, center=self._center_rule(p), prior=self._prior_rule(p),
+            indicators=None if self._encoding is None else indicator_columns(self._encoding.input_names,
+                                                                             self._encoding.categorical))
 
     def _prior_rule(self, p) -> bool:
         """``prior`` checked and resolved (classifiers only): "auto" counts the class prior and

@@ -111,6 +111,9 @@ class Declared:
     feature_range: Any = None
     center: str | None = None
     prior: bool = False
+    #: The columns that are declared categories' 0/1 indicators (a boolean mask over the encoded
+    #: columns, or None): their range [0, 1] is public, so a private range query leaves them out.
+    indicators: Any = None
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -284,9 +287,20 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
         return X, fmap
     if isinstance(requested, str):  # "private", or "auto": ask, then decide from the answer
         auto = requested == "auto"
+        mask = None if declared.indicators is None else np.asarray(declared.indicators, dtype=bool)
+        if mask is not None and mask.all():  # every column a declared indicator: its range is public
+            ones = np.ones(mask.size)
+            fmap = replace(fmap, ranges=(0.0 * ones, ones), ranges_kind="public")
+            return scale_to_ball(X, fmap.ranges, p["feature_clip"]), fmap
+        numeric = None if mask is None or not mask.any() else np.flatnonzero(~mask)
         ranges, q, p["epsilon"], p["delta"] = private_ranges_within(
-            X, p["epsilon"], _delta(p, n), adjacency=p["adjacency"], seed=execution.random_state,
-            secure_mode=execution.secure_mode, recorded=recorded, warn=not auto)
+            X if numeric is None else _Columns(X, numeric), p["epsilon"], _delta(p, n), adjacency=p["adjacency"],
+            seed=execution.random_state, secure_mode=execution.secure_mode, recorded=recorded, warn=not auto)
+        if numeric is not None:  # the indicators' public [0, 1] beside the numeric columns' private ranges
+            low, high = np.zeros(mask.size), np.ones(mask.size)
+            low[numeric], high[numeric] = ranges
+            ranges = (low, high)
+            q["public_indicator_columns"] = int(mask.sum())
         events.append(QueryEvent.of("feature_range", q))
         if auto:
             scaled, why = scaling_decision(q)  # post-processing of the charged answer, nothing else
@@ -303,6 +317,18 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
         ranges, kind = requested, "public"
     fmap = replace(fmap, ranges=ranges, ranges_kind=kind)
     return scale_to_ball(X, ranges, p["feature_clip"]), fmap
+
+
+class _Columns:
+    """Some columns of a table, read a block of rows at a time (``exponent_histogram``'s access): the
+    numeric columns a private range query sees when the others are declared indicators."""
+
+    def __init__(self, X, columns):
+        self.X, self.columns = X, columns
+        self.shape = (np.shape(X)[0], len(columns))
+
+    def __getitem__(self, rows):
+        return np.asarray(self.X[rows])[:, self.columns]
 
 
 def _center(X, declared: Declared, p: dict, n: int, execution: Execution, recorded, events, fmap, names):

@@ -276,7 +276,16 @@ def declared(args, d: int, epsilon, *, queries: bool = True, table=None) -> Decl
         initialization=args.initialization,
         feature_range=feature_range_flag(args, d, epsilon, table) if queries else None,
         center=center_rule(args, epsilon) if queries else None,
-        prior=queries and prior_rule(args, epsilon))
+        prior=queries and prior_rule(args, epsilon),
+        indicators=_indicators(table))
+
+
+def _indicators(table):
+    """The table's declared categories' 0/1 columns (a mask; None without any)."""
+    categorical = (table.categorical if table is not None else None) or {}
+    if not categorical:
+        return None
+    return indicator_columns(list(table.input_columns or table.feature_names), categorical)
 
 
 def prior_rule(args, epsilon) -> bool:
