@@ -198,3 +198,23 @@ def test_the_choice_does_not_depend_on_the_rows_units(k):
         assert scaled[key] == base[key], key
     assert scaled["alpha"] == base["alpha"] * c * c
     assert scaled["learning_rate"] == base["learning_rate"] / (c * c)
+
+
+@pytest.mark.parametrize("n, b, epochs, eps, adjacency", [
+    (600, 64, 10, 1.0, "add-remove"), (600, 128, 100, 0.5, "replace"), (1500, 256, 30, 3.0, "replace"),
+    (1500, 64, 10, 3.0, "add-remove"), (20000, 1024, 100, 1.0, "replace"), (20000, 4096, 10, 0.3, "add-remove"),
+])
+def test_the_coarse_to_fine_screen_is_the_full_grids_answer(n, b, epochs, eps, adjacency):
+    """config._composition_z calibrates on every SCREEN_COARSE-th order, then on the orders around the
+    best: the same z as one calibration on every SCREEN_ORDERS (108 settings checked when it was
+    written; a subset here), at about half the cost."""
+    from noisysgd.accountant import calibrate
+    from noisysgd.config import _composition_z
+    from noisysgd.run import Run
+
+    z, _, _ = _composition_z(n, b, epochs, adjacency, 1.0, eps, 1e-5, COMPOSITION_SEARCH, SCREEN_REL_TOL)
+    run = Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching="poisson", learning_rate=1.0,
+                          noise_multiplier=1.0, lipschitz=1.0, adjacency=adjacency)
+    full = calibrate(run, epsilon=eps, delta=1e-5, analyses=list(COMPOSITION_SEARCH), rel_tol=SCREEN_REL_TOL,
+                     orders=SCREEN_ORDERS)
+    assert z == full.noise_multiplier
