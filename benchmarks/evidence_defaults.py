@@ -4,7 +4,9 @@
     python benchmarks/evidence_defaults.py --compare BEFORE.json AFTER.json
 
 Committed: ``benchmarks/results/evidence_defaults_before.json`` (the library of commit be99bed, before
-issue 43's defaults) and ``evidence_defaults_after.json`` (after them); one thread, ~4 min each.
+issue 43's defaults) and ``evidence_defaults_after.json`` (after them); ``evidence_adaptive_clip.json``
+(``--params '{"clip_norm": "adaptive-unscaled"}'``) and ``evidence_adaptive_clip_scaled.json``
+(``'{"clip_norm": "adaptive"}'``, docs/accuracy.md §1b); one thread, ~4 min each.
 
 The tables of docs/accuracy.md's evidence (the splits of ``peer_opacus.py``: 80/20 stratified,
 seeds 0, 1, 2): digits, breast_cancer, make_classification(20000, 50), statsmodels' ``fair``
@@ -58,18 +60,18 @@ def run(out_path: Path, only=None, params=None) -> None:
     from noisysgd import NoisySGDClassifier
 
     params = dict(params or {})
-    if params.get("clip_norm") == "adaptive-scaled":  # (the variant that scales the step by C_0/C_t)
-        import noisysgd.config as config
-        from noisysgd.run import AdaptiveClip
+    if params.get("clip_norm") == "adaptive-unscaled":  # (adaptive, the step not scaled by C_0/C_t)
+        import dataclasses
 
-        real = config.configure
+        import noisysgd.pipeline as pipeline
+
+        real = pipeline.configure
 
         def configure(p, *a, **k):
             out = real(p, *a, **k)
             if p.get("adaptive_clip") is not None:
-                p["adaptive_clip"] = AdaptiveClip(scale_step=True)
+                p["adaptive_clip"] = dataclasses.replace(p["adaptive_clip"], scale_step=False)
             return out
-        import noisysgd.pipeline as pipeline
         pipeline.configure = configure
         params["clip_norm"] = "adaptive"
     out = json.loads(out_path.read_text()) if out_path.exists() else {"library": noisysgd.__file__, "cells": {},
@@ -125,7 +127,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tables", nargs="*")
     ap.add_argument("--compare", nargs=2, type=Path)
     ap.add_argument("--params", default="{}", help="JSON of estimator parameters to set on every fit (a variant "
-                    "of the defaults, e.g. '{\"clip_norm\": \"adaptive\"}')")
+                    "of the defaults, e.g. '{\"clip_norm\": \"adaptive\"}'; \"adaptive-unscaled\": adaptive "
+                    "clipping without the step scaled by C_0/C_t, benchmarks/results/evidence_adaptive_clip.json)")
     args = ap.parse_args(argv)
     if args.compare:
         return compare(*args.compare)

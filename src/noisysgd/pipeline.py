@@ -235,14 +235,9 @@ def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Ex
         else:
             ratio, prior = None, None
     query = combine_queries([e.details for e in events])
-    if query is not None:  # each query took its δ off the rest: the run's share plus theirs is the target, exactly
-        target = declared.delta if declared.delta is not None else default_delta(n)
-        while p["delta"] > 0.0 and p["delta"] + query["delta"] > target:
-            p["delta"] = math.nextafter(p["delta"], 0.0)
-        while p["delta"] + query["delta"] < target and math.nextafter(p["delta"], 1.0) + query["delta"] <= target:
-            p["delta"] = math.nextafter(p["delta"], 1.0)
-        while p["epsilon"] > 0.0 and p["epsilon"] + query["epsilon"] > declared.epsilon:  # (ε too: not an ulp over)
-            p["epsilon"] = math.nextafter(p["epsilon"], 0.0)
+    if query is not None:  # each query took its share off the rest: the run's plus theirs is the target, exactly
+        p["delta"] = _exact_share(p["delta"], query["delta"], _delta(declared.params(), n))
+        p["epsilon"] = _exact_share(p["epsilon"], query["epsilon"], declared.epsilon)
     search_epsilon = _search_epsilon(p, [e for e in events if e.kind in ("class_prior", "release_check") or (
         e.kind == "feature_range" and declared.feature_range == "auto")])
     config = configure(p, loss, n, d, declared.target_bound, curvature=ratio, search_epsilon=search_epsilon)
@@ -274,6 +269,17 @@ def fit_declared(X, y, loss: Loss, declared: Declared, execution: Execution = Ex
             certificate["preprocessing"] = {"feature_range": DECLARED_RANGES}
     return DeclaredFit(fit, tuple(events), fmap, p["feature_clip"], p["intercept_scaling"], schedule, config,
                        query=query, rows=X, deferred=tuple(deferred))
+
+
+def _exact_share(share: float, spent: float, target: float) -> float:
+    """The largest float ≤ ``share`` (or just above it) whose sum with ``spent`` is at most ``target``:
+    the run's share after basic composition's subtractions, rounded so that the composed total is
+    never an ulp over the target (and as close to it as the floats allow)."""
+    while share > 0.0 and share + spent > target:
+        share = math.nextafter(share, 0.0)
+    while share + spent < target and math.nextafter(share, math.inf) + spent <= target:
+        share = math.nextafter(share, math.inf)
+    return share
 
 
 def _delta(p: dict, n: int) -> float:

@@ -48,7 +48,7 @@ import numpy as np
 from .rowmaps import SPREAD, center_rows, clip_rows, row_norms, scale_to_ball  # (the maps; exported here)
 from .train.rows import block_rows
 
-__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges", "scaling_decision", "SCALING_RATIO", "SCALING_UNSEEN",
+__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges", "gaussian_share", "scaling_decision", "SCALING_RATIO", "SCALING_UNSEEN",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
            "clip_rows", "center_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
@@ -391,16 +391,7 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
     epsilon and delta left for training under basic composition — the trainer then calibrates
     to the composed total, :func:`noisysgd.accountant.compose_query`).  Noise and ``recorded`` as
     :func:`private_ranges_within`; ``names``: the columns' names, for the warnings."""
-    from .gdp import gdp_epsilon, gdp_mu
-
-    mu = CENTER_SHARE * gdp_mu(epsilon, delta)
-    dq = CENTER_DELTA_SHARE * delta
-    if not mu > 0:
-        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for center='private'.")
-    eq = gdp_epsilon(mu, dq)
-    if not eq < epsilon:
-        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for center='private' "
-                         f"(its mean query alone costs epsilon {eq:.3g} at delta {dq:.3g}).")
+    mu, eq, dq = gaussian_share(epsilon, delta, CENTER_SHARE, CENTER_DELTA_SHARE, what="center='private'")
     part = recorded_part(recorded, "center")
     if part is not None:
         center = np.asarray(part["mean"], dtype=float) if part.get("centered") else None
@@ -409,6 +400,26 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
                                          rng=query_rng(seed, secure_mode, 0xCE27E4), names=names)
     query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CENTER_SHARE)
     return center, clip, query, epsilon - eq, delta - dq
+
+
+def gaussian_share(epsilon: float, delta: float, share: float, delta_share: float, *, what: str,
+                   target_mu: float | None = None) -> tuple[float, float, float]:
+    """(μ_q, ε_q, δ_q) of a Gaussian query given ``share`` of a target's GDP μ (``target_mu``; default
+    that of (``epsilon``, ``delta``): :func:`noisysgd.gdp.gdp_mu`) at ``delta_share``·``delta``, its
+    ε_q the exact conversion (:func:`noisysgd.gdp.gdp_epsilon`); refused, naming ``what``, where
+    it would take the whole of ``epsilon`` under basic composition.  The budget of the private mean,
+    the class counts and the release check."""
+    from .gdp import gdp_epsilon, gdp_mu
+
+    mu = share * (gdp_mu(epsilon, delta) if target_mu is None else target_mu)
+    dq = delta_share * delta
+    if not mu > 0:
+        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for {what}.")
+    eq = gdp_epsilon(mu, dq)
+    if not eq < epsilon:
+        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for {what} "
+                         f"(its query alone costs epsilon {eq:.3g} at delta {dq:.3g}).")
+    return mu, eq, dq
 
 
 def combine_queries(queries: list) -> dict | None:

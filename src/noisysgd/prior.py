@@ -46,8 +46,8 @@ import math
 
 import numpy as np
 
-from .preprocessing import query_rng, recorded_part
-from .rowmaps import clip_rows
+from .preprocessing import gaussian_share, query_rng, recorded_part
+from .rowmaps import augment_blocks
 
 __all__ = ["rows_right", "CHECK_MARGIN", "PRIOR_SHARE", "PRIOR_DELTA_SHARE", "CHECK_SHARE", "CHECK_DELTA_SHARE", "class_counts_sensitivity",
            "check_sensitivity", "private_class_counts", "class_prior_within", "prior_start", "reserve_check",
@@ -118,13 +118,8 @@ def class_prior_within(y, k: int, epsilon: float, delta: float, *, adjacency: st
     :func:`private_class_counts`; returns (prior, details with its own (ε, δ), epsilon and delta
     left for the rest under basic composition).  Noise and ``recorded`` as
     :func:`noisysgd.preprocessing.private_ranges_within`."""
-    from .gdp import gdp_epsilon, gdp_mu
-
-    mu = PRIOR_SHARE * (gdp_mu(epsilon, delta) if target_mu is None else target_mu)
-    dq = PRIOR_DELTA_SHARE * delta
-    eq = gdp_epsilon(mu, dq)
-    if not (mu > 0 and eq < epsilon):
-        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for the class prior.")
+    mu, eq, dq = gaussian_share(epsilon, delta, PRIOR_SHARE, PRIOR_DELTA_SHARE, what="the class prior",
+                                target_mu=target_mu)
     part = recorded_part(recorded, "class_prior")
     if part is not None:
         return np.asarray(part["class_prior"], dtype=float), part, epsilon - eq, delta - dq
@@ -172,13 +167,8 @@ def reserve_check(epsilon: float, delta: float, *, adjacency: str, target_mu: fl
     """The release check's budget, reserved before the run: :data:`CHECK_SHARE` of the target's
     μ (``target_mu``, as :func:`class_prior_within`) at :data:`CHECK_DELTA_SHARE`·δ.  Returns
     (details without an answer, epsilon and delta left under basic composition)."""
-    from .gdp import gdp_epsilon, gdp_mu
-
-    mu = CHECK_SHARE * (gdp_mu(epsilon, delta) if target_mu is None else target_mu)
-    dq = CHECK_DELTA_SHARE * delta
-    eq = gdp_epsilon(mu, dq)
-    if not (mu > 0 and eq < epsilon):
-        raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for the release check.")
+    mu, eq, dq = gaussian_share(epsilon, delta, CHECK_SHARE, CHECK_DELTA_SHARE, what="the release check",
+                                target_mu=target_mu)
     sens = check_sensitivity(adjacency)
     return {"release_check": "the model against the prior's class, asked after the run", "mu": mu, "epsilon": float(eq), "delta": float(dq),
             "noise_std": sens / mu, "share_of_mu": CHECK_SHARE, "adjacency": adjacency,
@@ -210,9 +200,10 @@ def rows_right(W, X, y, *, feature_clip: float, intercept_scaling: float, prior_
     k = 2 if W.ndim == 1 else W.shape[1]
     labels = _labels(y, k)
     model = 0
-    for i in range(0, labels.size, step):
-        rows = clip_rows(np.asarray(X[i:i + step], dtype=np.float64), feature_clip)
-        scores = rows @ W[:-1] + intercept_scaling * W[-1]
+    for i in range(0, labels.size, step):  # (the trainer's row map: clip to R, the bias coordinate s)
+        rows = np.asarray(X[i:i + step], dtype=np.float64)
+        blocks, _ = augment_blocks(rows, feature_clip, np.dtype(np.float64), bias=intercept_scaling, step=step)
+        scores = next(blocks)[1] @ W[:-1] + intercept_scaling * W[-1]
         pred = (scores >= 0).astype(np.intp) if W.ndim == 1 else np.argmax(scores, axis=1)
         model += int(np.count_nonzero(pred == labels[i:i + step]))
     return model, int(np.count_nonzero(labels == int(prior_class)))
