@@ -160,6 +160,7 @@ def test_a_model_that_loses_the_check_releases_the_prior(monkeypatch):
     assert np.all(clf.coef_ == 0) and clf.intercept_[0] == pytest.approx(math.log(p1 / (1 - p1)))
     assert np.all(clf.predict(X) == 0) and not clf.privacy_report_["release_check"]["kept_model"]
     assert "class prior" in clf.privacy_report_["release_check"]["released"]
+    assert clf.privacy_report_["certificate"]["released"].startswith("the class prior (coefficients 0)")
 
 
 def test_prior_none_asks_neither_query_and_class_weights_turn_it_off():

@@ -424,6 +424,10 @@ def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execut
         "kept_model": kept}
     if kept:
         return fit
+    cert = certificate.get("certificate") or {}
+    if "released" in cert:  # what is released is the prior now: the certificate says so, and what it replaced
+        cert["released"] = (f"the class prior (coefficients 0): the release check replaced the run's output, "
+                            f"{cert['released']}")
     W = prior_start(prior, loss.param_shape(d), p["intercept_scaling"], ovr=_ovr(loss))
     warnings.warn("the model did not beat the majority class on a private check of its training rows "
                   f"(noisy difference {check['noisy_difference']:+.1f} rows, noise std {check['noise_std']:.3g}); "
