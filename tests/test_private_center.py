@@ -33,6 +33,16 @@ def test_gdp_mu_is_the_largest_mu_that_meets_the_target(eps, log_delta):
     assert _mp_gdp_delta(mu * (1 + 1e-6), eps) > delta
 
 
+@pytest.mark.parametrize("eps,delta", [(0.0, 1e-5), (0.05, 1e-9), (0.53, 1e-5), (1.0, 1e-3), (3.0, 1e-12),
+                                       (20.0, 0.2)])
+def test_gdp_mu_is_the_largest_mu_to_a_few_ulps(eps, delta):
+    """gdp_mu solves δ(μ; ε) = δ on μ directly: its answer meets the target under gdp_epsilon
+    (the contract) and μ·(1 + 1e-12) does not (the exact δ, by mpmath, is at the target)."""
+    mu = gdp_mu(eps, delta)
+    assert gdp_epsilon(mu, delta) <= eps < gdp_epsilon(mu * (1 + 1e-12), delta)
+    assert float(_mp_gdp_delta(mu, eps)) == pytest.approx(delta, rel=1e-9)
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), d=st.integers(1, 8), n=st.integers(2, 30), radius=st.floats(0.01, 10.0))
 def test_one_row_moves_the_released_statistic_by_at_most_its_sensitivity(seed, d, n, radius):

@@ -65,6 +65,27 @@ def test_rdp_is_a_tight_upper_bound_of_the_mpmath_value(q, z):
         assert value <= ref * (1 + 1e-3), (alpha, value, ref)
 
 
+@pytest.mark.parametrize("coarser", [2, 4, 8])
+def test_screen_quadrature_is_still_an_upper_bound_and_looser_by_its_cells_only(coarser):
+    """The configuration search's screen integrates on cells ``coarser`` times wider
+    (rdp.screen_quadrature): each cell's bound stays an upper bound, so the result is above the
+    mpmath value, and looser than the certificate's quadrature by about coarser²·1e-4 (measured
+    up to 0.6·that at α = 1.01, where the linear bound is used)."""
+    from noisysgd.rdp import screen_quadrature
+
+    q, z = GRID[0]
+    fine = replace_one_sampled_gaussian_rdp(ORDERS, q, z)
+    with screen_quadrature(coarser):
+        coarse = replace_one_sampled_gaussian_rdp(ORDERS, q, z)
+    assert np.array_equal(replace_one_sampled_gaussian_rdp(ORDERS, q, z), fine)  # the context is left
+    for alpha, c, f in zip(ORDERS, coarse, fine):
+        assert c >= mp_rdp(alpha, q, z) * (1 - 1e-12), (alpha, c)
+        assert f * (1 - 1e-9) <= c <= f * (1 + 2e-4 * coarser**2), (alpha, c, f)
+    with pytest.raises(ValueError, match="coarser must be 1, 2, 4 or 8. Found 3"):
+        with screen_quadrature(3):
+            pass
+
+
 def test_rdp_below_the_2L_pair_and_exact_limits():
     orders = np.array(ORDERS)
     for q, z in GRID:

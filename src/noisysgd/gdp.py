@@ -292,7 +292,7 @@ def gdp_epsilon(mu, delta) -> float:
 
 
 def gdp_mu(epsilon, delta) -> float:
-    """The largest μ (to a relative 1e-12, found by bisection) whose μ-GDP meets
+    """The largest μ (to a few ulps) whose μ-GDP meets
     (``epsilon``, ``delta``)-DP by the exact conversion (Dong, Roth & Su 2022, Corollary 2.13:
     :func:`gdp_epsilon`, which is increasing in μ and never below the true ε): a Gaussian mechanism of sensitivity Δ calibrated to (ε, δ) needs
     noise of standard deviation Δ/μ.  The returned μ meets the target (never above it).
@@ -307,19 +307,41 @@ def gdp_mu(epsilon, delta) -> float:
 @functools.lru_cache(maxsize=256)
 def _gdp_mu(e: float, d: float) -> float:
     """:func:`gdp_mu` of validated arguments, cached (a calibration's start asks it once per
-    candidate of a configuration search, always with the same target)."""
+    candidate of a configuration search, always with the same target).
+
+    δ(μ; ε) of Corollary 2.13 is increasing in μ at fixed ε, so the root of
+    log δ(μ; ε) = log d is found on μ directly (Illinois false position,
+    :func:`bisect_decreasing`, to adjacent floats: ~15 evaluations of log δ instead of a
+    bisection over :func:`gdp_epsilon`'s own root finding, 100× cheaper), then stepped down
+    until :func:`gdp_epsilon`, with its error padding, meets ``e``: the contract is that
+    function's."""
     lo, hi = 0.0, 1.0
     while gdp_epsilon(hi, d) <= e:
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:
             return lo
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if gdp_epsilon(mid, d) <= e:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    log_target = math.log(d)
+
+    def h(m: float) -> float:  # decreasing in μ: positive while δ(μ; e) is below the target
+        return math.inf if m <= 0.0 else log_target - _log_delta(m, e)[0]
+
+    if lo == 0.0:  # a finite lower end, so that false position applies from the start
+        lo = 0.5 * hi
+        while lo > 1e-300 and h(lo) <= 0.0:
+            lo, hi = 0.5 * lo, lo
+    mu = bisect_decreasing(h, lo, hi)
+
+    def padded(m: float) -> bool:  # δ(m; e) with its error bound meets d (cheap; then the contract)
+        log_d, err = _log_delta(m, e)
+        return log_d + math.log1p(err) <= log_target
+
+    step = max(mu * 2 * _EPS, 1e-300)
+    for _ in range(2000):
+        if mu <= lo or (padded(mu) and gdp_epsilon(mu, d) <= e):
+            return max(mu, lo)
+        mu -= step
+        step *= 2.0
+    return lo  # pragma: no cover - lo meets the target
 
 
 def gdp_rdp(mu, orders) -> np.ndarray:
