@@ -84,6 +84,12 @@ FRESH = {
 }
 
 
+class FreshTable(Table):
+    @property
+    def half(self) -> str:
+        return "fresh"
+
+
 def names(which: str = "fresh") -> list[str]:
     return sorted(FRESH, key=str.lower)
 
@@ -137,7 +143,7 @@ def load(name: str) -> Table:
     y = clean[response].astype(str).to_numpy() if _is_text(clean[response]) else y.astype(np.int64)
     labels = sorted(np.unique(y).tolist())
     all_drops = {**({"Unnamed: 0": "row number"} if "Unnamed: 0" in raw.columns else {}), **drops}
-    table = Table(name, response, X, y, labels, feats, categorical, all_drops,
+    table = FreshTable(name, response, X, y, labels, feats, categorical, all_drops,
                   rows_raw=len(raw), rows_dropped_missing=len(raw) - len(clean))
     return table
 

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
+import fresh as F  # noqa: E402
 import tables as T  # noqa: E402
 
 SEEDS = (0, 1, 2)
@@ -168,7 +169,8 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--half", choices=("design", "heldout", "all"), required=True)
+    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh"), required=True,
+                    help="fresh: fresh.py's third set (README §10)")
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
@@ -186,7 +188,8 @@ def main(argv=None) -> int:
         pipeline.scaling_decision = scaling_decision
         NOISYSGD_METHODS[FORCED_RAW] = {"feature_range": "auto"}
 
-    todo = T.names(args.half)
+    source = F if args.half == "fresh" else T
+    todo = source.names(args.half)
     if args.tables:
         unknown = set(args.tables) - set(todo)
         if unknown:
@@ -204,7 +207,7 @@ def main(argv=None) -> int:
     bar = tqdm(total=total, unit="cell", dynamic_ncols=True)
     t_start = time.perf_counter()
     for name in todo:
-        table = T.load(name)
+        table = source.load(name)
         X, y, labels = table.X, table.y, table.labels
         data["tables"][name] = {
             "half": table.half, "response": table.response, "rows": int(len(y)), "columns": int(X.shape[1]),
