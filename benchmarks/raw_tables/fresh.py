@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tables import Table
+from tables import Table, encode
 
 WHEELS = {"lifelines": "lifelines-0.30.3-py3-none-any.whl", "pingouin": "pingouin-0.7.0-py3-none-any.whl"}
 #: Where ``pip download`` put the wheels (NOISYSGD_FRESH_WHEELS overrides).
@@ -127,18 +127,7 @@ def load(name: str) -> Table:
     clean = frame.dropna()
     categorical = {c: sorted(frame[c].dropna().unique().tolist()) for c in frame.columns
                    if c != response and _is_text(frame[c])}
-    cols, feats = [], []
-    for c in clean.columns:
-        if c == response:
-            continue
-        if c in categorical:
-            for level in categorical[c]:
-                cols.append((clean[c] == level).to_numpy(dtype=np.float64))
-                feats.append(f"{c}={level}")
-        else:
-            cols.append(clean[c].to_numpy(dtype=np.float64))
-            feats.append(c)
-    X = np.column_stack(cols)
+    X, feats = encode(clean, response, categorical)
     y = clean[response].to_numpy()
     y = clean[response].astype(str).to_numpy() if _is_text(clean[response]) else y.astype(np.int64)
     labels = sorted(np.unique(y).tolist())

@@ -204,9 +204,8 @@ def _prepare(name: str, response: str):
     return raw, clean, drops, categorical
 
 
-def load(name: str) -> Table:
-    response = TABLES[name]
-    raw, clean, drops, categorical = _prepare(name, response)
+def encode(clean, response: str, categorical: dict) -> tuple[np.ndarray, list[str]]:
+    """(X, feature names): the columns but the response, each categorical one-hot on its levels."""
     cols, feats = [], []
     for c in clean.columns:
         if c == response:
@@ -218,7 +217,13 @@ def load(name: str) -> Table:
         else:
             cols.append(clean[c].to_numpy(dtype=np.float64))   # logical columns become 0/1
             feats.append(c)
-    X = np.column_stack(cols)
+    return np.column_stack(cols), feats
+
+
+def load(name: str) -> Table:
+    response = TABLES[name]
+    raw, clean, drops, categorical = _prepare(name, response)
+    X, feats = encode(clean, response, categorical)
     y = clean[response].to_numpy()
     if not _is_categorical(clean[response]):
         y = y.astype(np.int64)
