@@ -213,7 +213,7 @@ class Analysis(ABC):
         run.require("noise_multiplier", "steps", why="to compute epsilon")
         reason = self.why_not(run)
         if reason is not None:
-            result = AnalysisResult(self.name, False, reason, self.sound, delta, citation=self.citation)
+            result = self.refused(reason, delta)
         else:
             result = self._evaluate(run, delta=delta, orders=orders, conversion=conversion)
         if not self.sound:  # every output that shows a flagged analysis says why
@@ -226,13 +226,21 @@ class Analysis(ABC):
     def _evaluate(self, run: Run, *, delta: float, orders, conversion: str) -> AnalysisResult:
         """Compute the bound for a run the analysis applies to."""
 
+    def applied(self, delta: float, **fields) -> AnalysisResult:
+        """The result of this analysis where it applies: its ε and what else ``fields`` give, at ``delta``."""
+        return AnalysisResult(self.name, True, None, self.sound, float(delta), citation=self.citation, **fields)
+
+    def refused(self, reason: str, delta: float, **fields) -> AnalysisResult:
+        """The result of this analysis where it does not apply, with the ``reason``."""
+        return AnalysisResult(self.name, False, reason, self.sound, delta, citation=self.citation, **fields)
+
     def not_evaluated(self, run: Run, delta: float) -> AnalysisResult:
         """The result of a flagged analysis that the best bound did not compute: it could
         never be the best (a flagged analysis supplies it only with ``include_unsound``), so
         its cost is not paid.  It says why, and how to compute it."""
         reason = self.why_not(run) or NOT_EVALUATED
-        return AnalysisResult(self.name, False, reason, self.sound, delta, citation=self.citation,
-                              not_sound_reason=self.unsound_reason or "flagged not sound; see its documentation")
+        return self.refused(reason, delta,
+                            not_sound_reason=self.unsound_reason or "flagged not sound; see its documentation")
 
     def not_evaluated_curve(self, run: Run, steps) -> StepsCurve:
         """:meth:`not_evaluated` for a curve over ``steps``."""
@@ -341,21 +349,9 @@ class RDPAnalysis(Analysis):
         if per_order and conv.order is not None:
             i = int(np.flatnonzero(alpha == conv.order)[0])
             details["at_optimal_order"] = {k: _plain(v[i]) for k, v in per_order.items()}
-        return AnalysisResult(
-            self.name,
-            True,
-            None,
-            self.sound,
-            float(delta),
-            epsilon=conv.epsilon,
-            order=conv.order,
-            orders=np.array(alpha, dtype=float),
-            rdp=curve,
-            conversion=conversion,
-            citation=self.citation,
-            details=details,
-            warnings=tuple(str(w.message) for w in caught),
-        )
+        return self.applied(delta, epsilon=conv.epsilon, order=conv.order, orders=np.array(alpha, dtype=float),
+                            rdp=curve, conversion=conversion, details=details,
+                            warnings=tuple(str(w.message) for w in caught))
 
 
 class GDPAnalysis(Analysis):
@@ -400,21 +396,8 @@ class GDPAnalysis(Analysis):
         d = validate_delta(delta)
         alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
         mu = float(self.mu(run))
-        return AnalysisResult(
-            self.name,
-            True,
-            None,
-            self.sound,
-            d,
-            epsilon=gdp_epsilon(mu, d),
-            order=None,
-            orders=np.array(alpha, dtype=float),
-            rdp=gdp_rdp(mu, alpha),
-            conversion=self.conversion,
-            citation=self.citation,
-            details=self.details(run),
-            mu=mu,
-        )
+        return self.applied(d, epsilon=gdp_epsilon(mu, d), order=None, orders=np.array(alpha, dtype=float),
+                            rdp=gdp_rdp(mu, alpha), conversion=self.conversion, details=self.details(run), mu=mu)
 
 
 def _at_steps(run: Run, steps: int) -> Run:

@@ -59,7 +59,7 @@ from ..gdp import gdp_epsilon
 from ..pld import sampled_gaussian_pld
 from ..rdp import gaussian_rdp, replace_one_sampled_gaussian_rdp, sampled_gaussian_rdp
 from ..run import Run
-from .base import Analysis, AnalysisResult, RDPAnalysis, check_steps
+from .base import Analysis, RDPAnalysis, check_steps
 
 __all__ = ["Composition", "CompositionPLD", "clt_noise_multiplier"]
 
@@ -262,16 +262,7 @@ class CompositionPLD(Analysis):
         else:
             details["method"] = "dp_accounting PLD (pessimistic discretization)"
             details["value_discretization_interval"] = self.interval(run)
-        return AnalysisResult(
-            self.name,
-            True,
-            None,
-            self.sound,
-            float(delta),
-            epsilon=eps if math.isfinite(eps) else math.inf,
-            citation=self.citation,
-            details=details,
-        )
+        return self.applied(delta, epsilon=eps if math.isfinite(eps) else math.inf, details=details)
 
     #: How many step counts of a curve get their own PLD composition (log-spaced,
     #: always including the largest); see :meth:`_curve`.

@@ -95,7 +95,7 @@ import numpy as np
 from scipy import special
 
 from ..run import Run
-from .base import Analysis, AnalysisResult
+from .base import Analysis
 from .shifted_interpolation import COMMON_ASSUMPTIONS, contraction_gap
 
 __all__ = [
@@ -430,8 +430,4 @@ class ShiftedInterpolationSampled(Analysis):
                 q["p"], self._window(k, q)[0], self.value_discretization_interval),
             "not_sound": self.unsound_reason,
         }
-        return AnalysisResult(
-            self.name, True, None, self.sound, float(delta),
-            epsilon=eps if math.isfinite(eps) else math.inf,
-            citation=self.citation, details=details,
-        )
+        return self.applied(delta, epsilon=eps if math.isfinite(eps) else math.inf, details=details)
