@@ -156,6 +156,15 @@ def _fmt(x: float) -> str:
     return format(x, ".6g")
 
 
+def check_report_options(include_unsound, conversion) -> None:
+    """The two options every report takes: ``include_unsound`` a bool, ``conversion`` one of
+    :data:`~noisysgd.rdp.CONVERSIONS`."""
+    if not isinstance(include_unsound, bool):
+        raise ValueError(f"include_unsound must be True or False. Found {include_unsound!r}.")
+    if conversion not in CONVERSIONS:
+        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
+
+
 def analysis_names(analyses) -> list[str]:
     if analyses is None:
         names = list(DEFAULT_ANALYSES)
@@ -225,10 +234,7 @@ def epsilon(
     if not isinstance(run, Run):
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
     d = validate_delta(delta)
-    if not isinstance(include_unsound, bool):
-        raise ValueError(f"include_unsound must be True or False. Found {include_unsound!r}.")
-    if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
+    check_report_options(include_unsound, conversion)
     alpha = None if orders is None else validate_orders(orders)
     names = analysis_names(analyses)
     best = BEST in names
@@ -352,10 +358,7 @@ def calibrate(
     if not 1e-12 <= tol <= 0.1:
         raise ValueError(f"rel_tol must be in [1e-12, 0.1]. Found {rel_tol!r}.")
     zmax = checked_real("max_noise_multiplier", max_noise_multiplier)
-    if not isinstance(include_unsound, bool):
-        raise ValueError(f"include_unsound must be True or False. Found {include_unsound!r}.")
-    if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
+    check_report_options(include_unsound, conversion)
     orders = None if orders is None else validate_orders(orders)
     names = analysis_names(analyses)
     chosen = list(ANALYSES) if BEST in names else list(dict.fromkeys(names))

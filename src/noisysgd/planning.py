@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import __version__
-from .accountant import BEST, COMBINED, EpochBudget, analysis_names, max_epochs, skipped_by_best
+from .accountant import BEST, COMBINED, EpochBudget, analysis_names, check_report_options, max_epochs, skipped_by_best
 from .analyses import ANALYSES, get_analysis
 from .analyses.base import StepsCurve, finite_or_none
-from .rdp import CONVERSIONS, DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp_rows, validate_delta, validate_orders
+from .rdp import DEFAULT_ORDERS, OrderGridWarning, epsilon_from_rdp_rows, validate_delta, validate_orders
 from .progress import bar
 from .run import Run, checked_real
 from .text import plan_summary, short_repr
@@ -257,10 +257,7 @@ def plan(
         raise ValueError(f"run must be a noisysgd.Run. Found {type(run).__name__}.")
     d = validate_delta(delta)
     ep = _check_epochs(epochs)
-    if not isinstance(include_unsound, bool):
-        raise ValueError(f"include_unsound must be True or False. Found {include_unsound!r}.")
-    if conversion not in CONVERSIONS:
-        raise ValueError(f"conversion must be one of {', '.join(CONVERSIONS)}. Found {conversion!r}.")
+    check_report_options(include_unsound, conversion)
     alpha = DEFAULT_ORDERS if orders is None else validate_orders(orders)
     target = None if epsilon is None else checked_real("epsilon", epsilon)
     if isinstance(run.learning_rate, tuple):

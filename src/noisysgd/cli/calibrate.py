@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import add_accounting_flags, add_run_flags, auxiliary, progress_wanted, run_from_args
+from .common import accounting_options, add_accounting_flags, add_run_flags, auxiliary, progress_wanted, run_from_args
 
 HELP = "the smallest noise multiplier that meets a target (epsilon, delta)"
 DESCRIPTION = (
@@ -38,11 +38,8 @@ def cmd_calibrate(args) -> int:
     from ..accountant import calibrate
 
     run = run_from_args(args)
-    cal = calibrate(
-        run, epsilon=args.epsilon, delta=args.delta, analyses=args.analysis,
-        orders=args.orders, conversion=args.conversion, include_unsound=args.include_unsound,
-        rel_tol=args.rel_tol, progress=progress_wanted(args),
-    )
+    cal = calibrate(run, epsilon=args.epsilon, delta=args.delta, **accounting_options(args), rel_tol=args.rel_tol,
+                    progress=progress_wanted(args))
     from ..limits import limit_noise_multiplier
 
     limit, why = auxiliary(limit_noise_multiplier, run, args.epsilon, args.delta)

@@ -150,6 +150,12 @@ def add_run_flags(p: argparse.ArgumentParser, *, noise: bool = True, length: boo
     )
 
 
+def accounting_options(args) -> dict:
+    """The accountant's keywords from the flags of :func:`add_accounting_flags`."""
+    return {"analyses": args.analysis, "orders": args.orders, "conversion": args.conversion,
+            "include_unsound": args.include_unsound}
+
+
 def add_accounting_flags(p: argparse.ArgumentParser) -> None:
     from ..accountant import BEST, DEFAULT_ANALYSES
     from ..analyses import ANALYSES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import add_accounting_flags, add_run_flags, auxiliary, run_from_args
+from .common import accounting_options, add_accounting_flags, add_run_flags, auxiliary, run_from_args
 
 HELP = "privacy (epsilon) of a Noisy-SGD run under each analysis"
 DESCRIPTION = "Report epsilon for delta under each requested analysis, and the best sound one."
@@ -38,10 +38,7 @@ def cmd_epsilon(args) -> int:
     from ..accountant import epsilon
 
     run = run_from_args(args)
-    report = epsilon(
-        run, delta=args.delta, analyses=args.analysis, orders=args.orders,
-        conversion=args.conversion, include_unsound=args.include_unsound,
-    )
+    report = epsilon(run, delta=args.delta, **accounting_options(args))
     from ..limits import limit_epsilon
 
     limit, why = auxiliary(limit_epsilon, run, args.delta)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import add_accounting_flags, add_run_flags, epoch_range_arg, progress_wanted, run_from_args
+from .common import accounting_options, add_accounting_flags, add_run_flags, epoch_range_arg, progress_wanted, run_from_args
 
 HELP = "epsilon versus epochs under every analysis; cross-overs, plateaus, epoch budgets"
 DESCRIPTION = (
@@ -58,9 +58,8 @@ def cmd_plan(args) -> int:
         except ImportError as exc:
             print(f"noisysgd plan: error: {exc}", file=sys.stderr)
             return 1
-    p = plan(run, delta=args.delta, epochs=args.epochs, analyses=args.analysis,
-             orders=args.orders, conversion=args.conversion,
-             include_unsound=args.include_unsound, epsilon=args.epsilon, progress=progress_wanted(args))
+    p = plan(run, delta=args.delta, epochs=args.epochs, **accounting_options(args), epsilon=args.epsilon,
+             progress=progress_wanted(args))
     if plot_path is not None:
         from ..figures import plan_figure
 
