@@ -100,6 +100,12 @@ def test_a_classifier_clips_adaptively_only_in_the_composition_regime():
     assert clip["adaptive"]["target_quantile"] == 0.5 and clf.run_.adaptive_clip is not None
     assert clf.privacy_report_["best_analysis"] in ("composition", "composition-pld")
     assert clf.fit_.result.enforced["adaptive_clip"]["initial_clip"] == pytest.approx(clf.run_.lipschitz)
+    # the defaults decide, and say why (docs/accuracy.md §1b): the same fit with clip_norm="auto" keeps the
+    # clip fixed at the same start, and its certificate records the rule
+    fixed = noisysgd.NoisySGDClassifier(epsilon=1.0, classes=list(range(10)), random_state=0).fit(X, y)
+    rule = fixed.privacy_report_["config"]["clip"]
+    assert fixed.run_.adaptive_clip is None and rule["clip_norm"] == pytest.approx(clip["clip_norm"])
+    assert rule["adaptive"]["chosen"] is False and "gained on none of the evidence tables" in rule["adaptive"]["why"]
     with pytest.raises(ValueError, match="clip_norm='adaptive' needs the automatic configuration"):
         noisysgd.NoisySGDClassifier(epsilon=1.0, classes=list(range(10)), clip_norm="adaptive", epochs=3,
                                     batch_size=100, batching="poisson", alpha=0.0).fit(X, y)

@@ -823,12 +823,23 @@ def configure(p: dict, loss, n: int, d: int, target_bound, curvature: float | No
             clip.update(adaptive=p["adaptive_clip"].to_dict(),
                         rule=clip["rule"] + "; then adaptive (clip_norm='adaptive'): the clip follows the median "
                              "gradient norm, privately counted (Andrew et al. 2021), from that start")
+        elif clip is not None:
+            clip["adaptive"] = {"chosen": False, "why": ADAPTIVE_NOT_CHOSEN}
         if clip is not None:
             out["clip"] = clip
             out["explanation"] += (f"; clipped at {clip['clip_norm']:.4g} ({CLIP_FACTOR:g} of the natural Lipschitz "
                                    f"constant {c.lipschitz:.4g}, clip_norm='auto'), trained at learning_rate "
                                    f"{clip['learning_rate']:.4g}" + (", alpha 0" if clip["alpha_zeroed"] else ""))
     return out
+
+
+#: Why ``clip_norm="auto"`` keeps the clip fixed (``config["clip"]["adaptive"]``): the expected
+#: utility of adaptive clipping, measured on the evidence tables (docs/accuracy.md §1b), is not
+#: positive on any of them, whatever public quantity (n, b, z, ε) one conditions on there.
+ADAPTIVE_NOT_CHOSEN = (
+    "fixed clip: adaptive clipping (clip_norm='adaptive', Andrew et al. 2021) gained on none of the "
+    "evidence tables (docs/accuracy.md §1b: -7 to +0.1 points; where z/b is small it matches the fixed "
+    "clip, where it is large the noisy quantile loses up to 20 points), so the defaults do not choose it")
 
 
 def declared_clip_norm(value):
