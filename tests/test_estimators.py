@@ -562,3 +562,22 @@ def test_a_near_chance_fit_warns_once_with_one_remedy():
     lines = [str(w.message) for w in caught if "squared norm" in str(w.message) or "barely better" in str(w.message)]
     assert len(lines) == 1 and "Declare the columns' public bounds (feature_range=(low, high))" in lines[0]
     assert "column 0 carries" in lines[0]
+
+
+@pytest.mark.parametrize("feature_range", ["auto", None])
+def test_a_fit_whose_private_mean_shows_one_column_says_it_in_one_line(feature_range):
+    """The private mean's finding (a column taking its norm) is recorded by the pipeline and said in the
+    estimator's one line — the near-chance line's remedy, or the columns' own line — never beside it."""
+    import warnings
+
+    frame, y = _mixed_units(positive=True)  # 'income' a thousand times the others, every row positive
+    X = frame.drop(columns="region").to_numpy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0, feature_range=feature_range).fit(X, y)
+    lines = [str(w.message) for w in caught if issubclass(w.category, UserWarning)
+             and not issubclass(w.category, noisysgd.train.PrivacyLeakWarning)]
+    assert len(lines) <= 1, lines
+    if clf.feature_map_.ranges is None:  # the rows trained as given: the mean saw income take its norm
+        assert clf.privacy_report_["preprocessing"]["dominant_columns"] == [1]
+        assert len(lines) == 1 and "feature column 1 carries" in lines[0] and "private mean's squared norm" in lines[0]

@@ -256,3 +256,19 @@ def test_raw_columns_in_mixed_units_are_said_once(tmp_path, capsys):
     assert main(["train", str(path), "--target", "y", "--classes", "0,1", "--seed", "0", "--feature-range",
                  "private", "--epsilon", "3", "--out", str(tmp_path / "p")]) == 0
     assert "training rows' squared norm" not in capsys.readouterr().err
+
+
+def test_a_fit_that_releases_the_prior_says_so_in_one_line(tmp_path, capsys):
+    """No signal, one column a thousand times the others, rows kept as given: the release check releases
+    the class prior, and its line is the only one (the private mean's finding is recorded, not repeated)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4)) + 3.0
+    X[:, 1] *= 1000.0
+    y = rng.integers(0, 2, size=400)
+    path = write_csv(tmp_path / "noise.csv", X, y)
+    assert main(["train", str(path), "--target", "label", "--classes", "0,1", "--epsilon", "1", "--seed", "0",
+                 "--feature-range", "none", "--out", str(tmp_path / "m"), "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    cert = json.loads((tmp_path / "m" / "certificate.json").read_text())
+    assert cert["release_check"]["kept_model"] is False and cert["preprocessing"]["dominant_columns"] == [1]
+    assert len(lines) == 1 and "the class prior was released instead" in lines[0], lines

@@ -686,14 +686,15 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         """:func:`noisysgd.train.diagnostics.fit_warnings` (raw columns taking the norm, unless the mean said it)."""
         if not (self.privacy_report_.get("release_check") or {}).get("kept_model", True):
             return  # the prior was released, and its warning said why: one line, not two
-        mean = mean_dominant(self.privacy_report_)  # (its own line said it: the rows' line is not repeated)
-        raw = self._feature_range is None and mean is None
+        mean = mean_dominant(self.privacy_report_)  # (recorded by the pipeline, said here: one line)
+        raw = self._feature_range is None
         declared_raw = getattr(self, "feature_range", None) is None  # (the user's choice, not "auto"'s)
         predict = lambda rows: self._labels(self._scores(rows, validated=True))  # noqa: E731 (fit's rows, names checked)
         for line in fit_warnings(X, y, predict, who=f"{type(self).__name__}: ", raw=raw,
-                                 clip=self._feature_clip, advice=lambda found: remedy((found or mean) if declared_raw else None,
-                                                            names=self._names),
-                                 names=self._names):
+                                 clip=self._feature_clip,
+                                 advice=lambda found, why=True: remedy((found or mean) if declared_raw else None,
+                                                                       names=self._names, why=why),
+                                 names=self._names, known=mean if raw else None):
             warnings.warn(line, UserWarning, stacklevel=3)
 
     def decision_function(self, X):

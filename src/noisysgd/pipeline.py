@@ -346,7 +346,8 @@ def _center(X, declared: Declared, p: dict, n: int, execution: Execution, record
 
     center, clip, q, p["epsilon"], p["delta"] = private_center_within(
         X, p["epsilon"], _delta(p, n), radius=p["feature_clip"], adjacency=p["adjacency"],
-        seed=execution.random_state, secure_mode=execution.secure_mode, recorded=recorded, names=names)
+        seed=execution.random_state, secure_mode=execution.secure_mode, recorded=recorded, names=names,
+        warn=False)  # (its dominant columns are recorded; the estimators and the CLI say them in their one line)
     events.append(QueryEvent.of("center", q))
     if center is None:  # (not centered: the rows as they are, the trainer clips them)
         return X, fmap

@@ -161,7 +161,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
             + (f", n = {n} rows" if adjacency == "replace" else "") + ") swamps "
             f"every count of {int(empty.sum())} of {d} features; their ranges fell back to the widest public "
             f"range (±2^{hi + 1}), which shrinks them to almost nothing. Give public bounds "
-            "(feature_range=(low, high); noisysgd train --feature-range LOW,HIGH) or more rows",
+            "(feature_range=(low, high) arrays; noisysgd train --feature-range COL=LOW:HIGH, repeated) or more rows",
             UserWarning, stacklevel=3)
     return (-s, s), details
 
@@ -263,7 +263,8 @@ def recorded_part(recorded: dict | None, key: str) -> dict | None:
     return None
 
 
-def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None, names=None) -> tuple:
+def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", rng=None, names=None,
+                   warn: bool = True) -> tuple:
     """The mean query of ``center="private"``, and the centering it defines.
 
     Every row is clipped to norm ``radius`` R₀ (x̃ = :func:`clip_rows`), and the mean of the
@@ -288,7 +289,10 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     when the rows barely differ and n is small).  Centering removes the common direction that dominates rows of
     non-negative features, so the sensitivity R_c is spent on what tells examples apart.
 
-    ``names``: the columns' names, for the warning.  Returns (center m̂ or None, R_c, details).
+    ``names``: the columns' names, for the warning; ``warn=False``: the columns that take the mean's
+    norm are recorded (``details["dominant_columns"]``) but not warned about (a caller that reports
+    them in its own one line: the estimators and ``noisysgd train``).  Returns (center m̂ or None,
+    R_c, details).
     A ``radius`` equal to the largest row norm
     warns (:class:`~noisysgd.train.PrivacyLeakWarning`), as the trainer does for its own clip:
     after centering the trainer sees only the centered rows."""
@@ -339,9 +343,9 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
     }
     if used:
         details["mean"] = mean.tolist()  # released with the model (it maps every row it scores)
-        dominant = _warn_if_one_column_dominates(mean, m2, radius, names)
+        dominant = _warn_if_one_column_dominates(mean, m2, radius, names, warn)
         if dominant:  # post-processing of the released mean
-            details["dominant_columns"] = dominant
+            details["dominant_columns"], details["dominant_share"] = dominant
     else:  # post-processing of the released mean: saying so leaks nothing more
         warnings.warn(
             f"center='private': the noisy mean (norm {math.sqrt(m2):.3g}) does not stand out of its noise "
@@ -359,18 +363,21 @@ def private_center(X, mu: float, *, radius: float, adjacency: str = "replace", r
 DOMINANT_SHARE = 0.9
 
 
-def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float, names=None) -> list | None:
+def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float, names=None,
+                                  warn: bool = True) -> list | None:
     """One warning when the released private mean shows a few columns taking the clipped
     rows' norm (post-processing of the mean: free): rows clipped to the norm ``radius`` are
     then mostly those columns, and the others, on smaller scales, keep little signal.
-    ``names``: the columns' names, for the message.  Returns those columns (None when it did
-    not warn)."""
+    ``names``: the columns' names, for the message.  Returns (those columns, the share of the
+    squared norm they carry), or None where no few columns carry it."""
     from .train.diagnostics import columns_text, few_carry
 
     found = few_carry(mean * mean, DOMINANT_SHARE) if m2 > 0.25 * radius * radius else None
     if found is None:
         return None
     cols, carried = found
+    if not warn:
+        return cols, carried
     k = len(cols)
     which = f"{columns_text(cols, names, limit=len(cols))} {'carries' if k == 1 else 'carry'}"
     warnings.warn(
@@ -378,13 +385,15 @@ def _warn_if_one_column_dominates(mean: np.ndarray, m2: float, radius: float, na
         f"(norm {math.sqrt(m2):.3g} against the clip {radius:g}): rows clipped to norm {radius:g} are mostly "
         f"{'that column' if k == 1 else 'those columns'}, and the columns on smaller scales keep little signal; "
         "rescale the columns before training, declare public per-column bounds (feature_range=(low, high) "
-        "arrays; noisysgd train --feature-range LOW,HIGH), or use feature_range='private' (--feature-range private)",
+        "arrays; noisysgd train --feature-range COL=LOW:HIGH, repeated), or use feature_range='private' "
+        "(--feature-range private)",
         UserWarning, stacklevel=4)
-    return cols
+    return cols, carried
 
 
 def private_center_within(X, epsilon: float, delta: float, *, radius: float, adjacency: str, seed=None,
-                          secure_mode: bool = False, recorded: dict | None = None, names=None) -> tuple:
+                          secure_mode: bool = False, recorded: dict | None = None, names=None,
+                          warn: bool = True) -> tuple:
     """Spend a share of the target on :func:`private_center`: μ_q = :data:`CENTER_SHARE`·μ
     (μ = :func:`noisysgd.gdp.gdp_mu` of (``epsilon``, ``delta``)) at δ_q =
     :data:`CENTER_DELTA_SHARE`·δ.  Returns (center, R_c, query details with its own (ε_q, δ_q),
@@ -397,7 +406,7 @@ def private_center_within(X, epsilon: float, delta: float, *, radius: float, adj
         center = np.asarray(part["mean"], dtype=float) if part.get("centered") else None
         return center, float(part["feature_clip_after_centering"]), part, epsilon - eq, delta - dq
     center, clip, query = private_center(X, mu, radius=radius, adjacency=adjacency,
-                                         rng=query_rng(seed, secure_mode, 0xCE27E4), names=names)
+                                         rng=query_rng(seed, secure_mode, 0xCE27E4), names=names, warn=warn)
     query.update(epsilon=float(eq), delta=float(dq), share_of_mu=CENTER_SHARE)
     return center, clip, query, epsilon - eq, delta - dq
 
@@ -433,7 +442,8 @@ def combine_queries(queries: list) -> dict | None:
     out = {}
     for q in queries:
         out.update({k: q[k] for k in ("feature_range", "center", "centered", "feature_clip_after_centering",
-                                      "curvature", "class_prior", "release_check", "dominant_columns") if k in q})
+                                      "curvature", "class_prior", "release_check", "dominant_columns",
+                                      "dominant_share") if k in q})
     out.update(query="; ".join(q["query"] for q in queries),
                mu=math.sqrt(sum(q["mu"] ** 2 for q in queries)),
                epsilon=float(sum(q["epsilon"] for q in queries)), delta=float(sum(q["delta"] for q in queries)),

@@ -382,7 +382,8 @@ def cmd_train(args) -> int:
     seconds = time.perf_counter() - start
     mixed = None
     if out_fit.feature_map.ranges is None:  # the rows were trained as given (no bounds, or "auto" kept them)
-        dominant = dominant_columns(X[check_rows(X.shape[0])])
+        # (the private mean's finding first: post-processing of a charged answer; else the rows' own)
+        dominant = mean_dominant(out_fit.fit.certificate) or dominant_columns(X[check_rows(X.shape[0])])
         mixed = mixed_scales(X[check_rows(X.shape[0])])
     for w in [*labels_warning, *out_fit.deferred]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -393,18 +394,19 @@ def cmd_train(args) -> int:
     metric = "train_rmse" if args.task == "regression" else "train_accuracy"
     pred = result.predict(X)
     quality = {metric: _quality(args.task, pred, y, classes)}
-    if "dominant_columns" in (fit.certificate.get("preprocessing") or {}):
-        dominant = None  # (the private mean said it already: its line, and the remedy, name the columns)
     kept = any(v.strip() == "none" for v in (args.feature_range or ())) or epsilon is None  # (the user's choice)
-    advice = remedy((dominant or mean_dominant(fit.certificate) or mixed) if kept else None,
-                    flag="--feature-range COL=LOW:HIGH, or --feature-range-file", names=_names(table, X.shape[1]))
+    found = (dominant or mean_dominant(fit.certificate) or mixed) if kept else None
+    flag = "--feature-range COL=LOW:HIGH, or --feature-range-file"
+    advice = remedy(found, flag=flag, names=_names(table, X.shape[1]))
     near = False
     if args.task == "classification":
         quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)
         if (fit.certificate.get("release_check") or {}).get("kept_model", True):  # (else its own warning said it)
             near = _warn_if_near_chance(pred, y, classes, advice)
-    if dominant is not None and not near:  # one line: the near-chance one names this remedy already
-        warnings.warn(dominant_columns_message(dominant, "", args.feature_clip, advice, _names(table, X.shape[1])),
+    released_prior = not (fit.certificate.get("release_check") or {}).get("kept_model", True)
+    if dominant is not None and not near and not released_prior:  # one line: the near-chance or the release
+        short = remedy(found, flag=flag, names=_names(table, X.shape[1]), why=False)  # check's names its remedy
+        warnings.warn(dominant_columns_message(dominant, "", args.feature_clip, short, _names(table, X.shape[1])),
                       UserWarning, stacklevel=2)
     extra = {}
     if holdout is not None:

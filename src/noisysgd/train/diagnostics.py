@@ -157,13 +157,17 @@ def columns_text(cols, names=None, limit: int = 8) -> str:
 
 
 def dominant_columns_message(found: dict, who: str, clip: float, advice: str, names=None) -> str:
-    """The one warning line for :func:`dominant_columns`' finding (``names``: the columns' names)."""
+    """The one warning line for a few columns taking the norm: :func:`dominant_columns`' finding on the
+    training rows, or the private mean's (:func:`mean_dominant`, post-processing of a charged answer).
+    ``names``: the columns' names."""
     cols = found["columns"]
     which = f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'}"
     those = "that column" if len(cols) == 1 else "those columns"
-    return (f"{who}{which} {found['share']:.0%} of the training rows' squared norm (statistics of the training "
-            f"data, not private): rows clipped to norm {clip:g} are mostly {those}, and the columns on smaller "
-            f"scales keep little signal. {advice}")
+    share = "most" if found.get("share") is None else f"{found['share']:.0%}"
+    of = ("the private mean's squared norm (post-processing of the released mean)" if found.get("of") == "private mean"
+          else "the training rows' squared norm (statistics of the training data, not private)")
+    return (f"{who}{which} {share} of {of}: rows clipped to norm {clip:g} are mostly {those}, and the columns on "
+            f"smaller scales keep little signal. {advice}")
 
 
 #: The one remedy a near-chance warning names, by what the fit saw (:func:`remedy`); the others are
@@ -179,8 +183,9 @@ REMEDIES = {
 def mean_dominant(certificate: dict) -> dict | None:
     """The private mean's own finding that a few columns take its norm (``preprocessing``'s
     ``dominant_columns``: post-processing of the released mean), as :func:`remedy` reads it."""
-    cols = (certificate.get("preprocessing") or {}).get("dominant_columns")
-    return None if not cols else {"columns": list(cols), "share": None, "of": "private mean"}
+    pre = certificate.get("preprocessing") or {}
+    cols = pre.get("dominant_columns")
+    return None if not cols else {"columns": list(cols), "share": pre.get("dominant_share"), "of": "private mean"}
 
 
 #: :func:`mixed_scales`: columns whose root-mean-square values differ by more than this factor are in
@@ -201,7 +206,7 @@ def mixed_scales(X) -> dict | None:
     return {"columns": [int(np.argmax(rms))], "ratio": ratio} if ratio > MIXED_RATIO else None
 
 
-def remedy(found: dict | None, *, flag: str = "feature_range=(low, high)", names=None) -> str:
+def remedy(found: dict | None, *, flag: str = "feature_range=(low, high)", names=None, why: bool = True) -> str:
     """The remedy most likely to help a near-chance fit first: public bounds where the user kept the
     rows as given (``feature_range=None``, ``--feature-range none``) in mixed units (``found``:
     :func:`dominant_columns`, :func:`mixed_scales` or :func:`mean_dominant`; the callers pass None
@@ -213,31 +218,38 @@ def remedy(found: dict | None, *, flag: str = "feature_range=(low, high)", names
 
     >>> remedy(None)[:13], remedy({"columns": [2], "share": 0.99})[:29]
     ('raise epsilon', "declare the columns' public b")
+    >>> remedy({"columns": [2], "share": 0.99}, why=False)
+    "declare the columns' public bounds (feature_range=(low, high))"
     """
     if found is None:
         return REMEDIES["epsilon"]
+    if not why:  # (a line that has named the columns already)
+        return REMEDIES["bounds"].split(": {why}")[0].format(flag=flag)
     cols = found["columns"]
     if "ratio" in found:
-        why = (f"the columns' scales differ by a factor {found['ratio']:.3g} ({columns_text(cols, names)} the "
-               "largest), and the rows were trained as given")
+        reason = (f"the columns' scales differ by a factor {found['ratio']:.3g} ({columns_text(cols, names)} the "
+                  "largest), and the rows were trained as given")
     else:
         share = f"{found['share']:.0%} of" if found.get("share") is not None else "most of"
-        why = (f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'} {share} the "
-               f"{found.get('of', 'training rows')}' squared norm")
-    return REMEDIES["bounds"].format(flag=flag, why=why)
+        of = found.get("of", "training rows")
+        whose = of + ("'" if of.endswith("s") else "'s")  # the training rows', the private mean's
+        reason = f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'} {share} the {whose} squared norm"
+    return REMEDIES["bounds"].format(flag=flag, why=reason)
 
 
-def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice, names=None) -> list[str]:
+def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice, names=None, known=None) -> list[str]:
     """At most one line about a fit's training rows (a strided sample, :func:`check_rows`): a model
-    near chance, with the one remedy ``advice(dominant)`` names (``dominant``: a few raw columns
+    near chance, with the one remedy ``advice(dominant)`` names (``advice(dominant, why=False)``: without
+    the reason, on the line that gives it) (``dominant``: a few raw columns
     taking the rows' norm, found where ``raw``, the rows not scaled by ranges); else such columns
-    alone (``names``: the columns' names)."""
+    alone (``names``: the columns' names).  ``known``: such columns as the private mean found them
+    (:func:`mean_dominant`), said in preference to the rows' own statistics."""
     rows = check_rows(len(y))
-    found = dominant_columns(X[rows]) if raw else None
+    found = known or (dominant_columns(X[rows]) if raw else None)
     chance = near_chance(np.asarray(y)[rows], predict(X[rows]))
     if chance is not None:
         return [near_chance_message(chance, who, advice(found or (mixed_scales(X[rows]) if raw else None)))]
     # (advice: the caller's remedy, which names public bounds only where the user kept the rows as given)
     if found is not None:
-        return [dominant_columns_message(found, who, clip, advice(found), names)]
+        return [dominant_columns_message(found, who, clip, advice(found, why=False), names)]
     return []
