@@ -34,13 +34,21 @@ def test_gdp_mu_is_the_largest_mu_that_meets_the_target(eps, log_delta):
 
 
 @pytest.mark.parametrize("eps,delta", [(0.0, 1e-5), (0.05, 1e-9), (0.53, 1e-5), (1.0, 1e-3), (3.0, 1e-12),
-                                       (20.0, 0.2)])
+                                       (20.0, 0.2), (0.0, 0.1974126513658475), (50.0, 0.99), (1.0, 1 - 1e-6),
+                                       (3.0, 1 - 1e-16)])
 def test_gdp_mu_is_the_largest_mu_to_a_few_ulps(eps, delta):
     """gdp_mu solves δ(μ; ε) = δ on μ directly: its answer meets the target under gdp_epsilon
-    (the contract) and μ·(1 + 1e-12) does not (the exact δ, by mpmath, is at the target)."""
+    (the contract) and μ·(1 + 1e-12) does not (the exact δ, by mpmath, is at the target) — also where
+    the answer lies at a power of two (μ = 1/2 for δ = 0.19741...: the search's lower end) and for δ
+    near 1, where the steps down from the root overshoot and are bisected back."""
     mu = gdp_mu(eps, delta)
     assert gdp_epsilon(mu, delta) <= eps < gdp_epsilon(mu * (1 + 1e-12), delta)
     assert float(_mp_gdp_delta(mu, eps)) == pytest.approx(delta, rel=1e-9)
+
+
+def test_gdp_mu_refuses_a_delta_no_positive_mu_meets_in_floating_point():
+    with pytest.raises(ValueError, match="delta 5e-324 is too small for a Gaussian mechanism at epsilon 0.0"):
+        gdp_mu(0.0, 5e-324)
 
 
 @settings(max_examples=60, deadline=None)

@@ -292,7 +292,7 @@ def gdp_epsilon(mu, delta) -> float:
 
 
 def gdp_mu(epsilon, delta) -> float:
-    """The largest μ (to a few ulps) whose μ-GDP meets
+    """The largest μ (to a relative 1e-12; a few ulps where δ is not near 1) whose μ-GDP meets
     (``epsilon``, ``delta``)-DP by the exact conversion (Dong, Roth & Su 2022, Corollary 2.13:
     :func:`gdp_epsilon`, which is increasing in μ and never below the true ε): a Gaussian mechanism of sensitivity Δ calibrated to (ε, δ) needs
     noise of standard deviation Δ/μ.  The returned μ meets the target (never above it).
@@ -312,9 +312,9 @@ def _gdp_mu(e: float, d: float) -> float:
     δ(μ; ε) of Corollary 2.13 is increasing in μ at fixed ε, so the root of
     log δ(μ; ε) = log d is found on μ directly (Illinois false position,
     :func:`bisect_decreasing`, to adjacent floats: ~15 evaluations of log δ instead of a
-    bisection over :func:`gdp_epsilon`'s own root finding, 100× cheaper), then stepped down
-    until :func:`gdp_epsilon`, with its error padding, meets ``e``: the contract is that
-    function's."""
+    bisection over :func:`gdp_epsilon`'s own root finding, 10-100× cheaper), then stepped down
+    until :func:`gdp_epsilon`, with its error padding, meets ``e`` (the contract is that
+    function's), and bisected back up to the last miss where the steps overshot."""
     lo, hi = 0.0, 1.0
     while gdp_epsilon(hi, d) <= e:
         lo, hi = hi, 2.0 * hi
@@ -329,19 +329,27 @@ def _gdp_mu(e: float, d: float) -> float:
         lo = 0.5 * hi
         while lo > 1e-300 and h(lo) <= 0.0:
             lo, hi = 0.5 * lo, lo
-    mu = bisect_decreasing(h, lo, hi)
 
     def padded(m: float) -> bool:  # δ(m; e) with its error bound meets d (cheap; then the contract)
         log_d, err = _log_delta(m, e)
         return log_d + math.log1p(err) <= log_target
 
-    step = max(mu * 2 * _EPS, 1e-300)
-    for _ in range(2000):
-        if mu <= lo or (padded(mu) and gdp_epsilon(mu, d) <= e):
-            return max(mu, lo)
-        mu -= step
-        step *= 2.0
-    return lo  # pragma: no cover - lo meets the target
+    def meets(m: float) -> bool:  # the contract: gdp_epsilon, with its error padding, meets e
+        return m > 0.0 and padded(m) and gdp_epsilon(m, d) <= e
+
+    mu, bad = bisect_decreasing(h, lo, hi), None
+    step = max(mu * 2 * _EPS, 5e-324)
+    while not meets(mu):  # down in growing steps until the contract holds (the end lo included)
+        bad, mu, step = mu, mu - step, 2.0 * step
+        if not mu > 0.0:
+            raise ValueError(f"delta {d!r} is too small for a Gaussian mechanism at epsilon {e!r}: "
+                             "no mu > 0 meets it in floating point.")
+    for _ in range(200 if bad is not None else 0):  # the steps overshot: back up towards the last miss
+        mid = 0.5 * (mu + bad)
+        if not mu < mid < bad or bad - mu <= 4 * _EPS * bad:
+            break
+        mu, bad = (mid, bad) if meets(mid) else (mu, mid)
+    return mu
 
 
 def gdp_rdp(mu, orders) -> np.ndarray:
