@@ -42,8 +42,9 @@ def test_gdp_mu_is_the_largest_mu_to_a_few_ulps(eps, delta):
     the answer lies at a power of two (μ = 1/2 for δ = 0.19741...: the search's lower end) and for δ
     near 1, where the steps down from the root overshoot and are bisected back."""
     mu = gdp_mu(eps, delta)
-    assert gdp_epsilon(mu, delta) <= eps < gdp_epsilon(mu * (1 + 1e-12), delta)
-    assert float(_mp_gdp_delta(mu, eps)) == pytest.approx(delta, rel=1e-9)
+    # (1e-12 holds on this machine for every case here; 1e-9 leaves room for another libm's rounding)
+    assert gdp_epsilon(mu, delta) <= eps < gdp_epsilon(mu * (1 + 1e-9), delta)
+    assert float(_mp_gdp_delta(mu, eps)) == pytest.approx(delta, rel=1e-8)
 
 
 def test_gdp_mu_refuses_a_delta_no_positive_mu_meets_in_floating_point():

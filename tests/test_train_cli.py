@@ -266,7 +266,9 @@ def test_a_fit_that_releases_the_prior_says_so_in_one_line(tmp_path, capsys):
     X[:, 1] *= 1000.0
     y = rng.integers(0, 2, size=400)
     path = write_csv(tmp_path / "noise.csv", X, y)
-    assert main(["train", str(path), "--target", "label", "--classes", "0,1", "--epsilon", "1", "--seed", "0",
+    # seed 3: the check's noisy difference is -25 rows against the margin +18.7 (noise std 37): far from
+    # the margin, so a row more or less on another machine's arithmetic does not flip it
+    assert main(["train", str(path), "--target", "label", "--classes", "0,1", "--epsilon", "1", "--seed", "3",
                  "--feature-range", "none", "--out", str(tmp_path / "m"), "--quiet"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
     cert = json.loads((tmp_path / "m" / "certificate.json").read_text())
