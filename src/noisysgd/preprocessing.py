@@ -122,25 +122,13 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         raise ValueError(f"epsilon {epsilon!r} at delta {delta!r} is too small for the range query.")
     sigma = sens / mu
     noisy = counts + sigma * rng.standard_normal(counts.shape)
-    # counts below NOISE_FLOOR·σ are read as empty: otherwise the positive noise of the many
-    # empty buckets adds up to a spurious tail and inflates the ranges
-    mass = np.where(noisy > NOISE_FLOOR * sigma, noisy, 0.0)
-    total = float(n) if adjacency == "replace" else np.maximum(mass.sum(axis=1), 1.0)
-    above = np.cumsum(mass[:, ::-1], axis=1)[:, ::-1]          # above[:, k] = mass in buckets >= k
-    tail = np.concatenate([above[:, 1:], np.zeros((d, 1))], axis=1)  # mass strictly above bucket k
-    allowed = (1.0 - quantile) * (total if np.ndim(total) == 0 else total[:, None])
-    k = np.argmax(tail <= allowed, axis=1)                     # the first bucket with little above it
-    empty = mass.sum(axis=1) == 0.0                            # nothing above the floor: no information,
-    k[empty] = B - 1                                           # take the widest public range
+    k, empty = _quantile_buckets(noisy, NOISE_FLOOR * sigma, n, quantile, adjacency)
+    k[empty] = B - 1                                           # nothing above the floor: the widest public range
     s = np.exp2(k + lo + 1.0)
     # the same read at a floor that all d·B empty counts stay under with probability 95 % (Bonferroni):
     # the scales a decision about the whole table may trust (:func:`scaling_decision`)
-    strict = np.where(noisy > _bonferroni_floor(d * B) * sigma, noisy, 0.0)
-    above_s = np.cumsum(strict[:, ::-1], axis=1)[:, ::-1]
-    tail_s = np.concatenate([above_s[:, 1:], np.zeros((d, 1))], axis=1)
-    allowed_s = (1.0 - quantile) * (float(n) if adjacency == "replace" else np.maximum(strict.sum(axis=1), 1.0)[:, None])
-    k_s = np.argmax(tail_s <= allowed_s, axis=1)
-    k_s[strict.sum(axis=1) == 0.0] = -1                        # unseen at the strict floor
+    k_s, unseen = _quantile_buckets(noisy, _bonferroni_floor(d * B) * sigma, n, quantile, adjacency)
+    k_s[unseen] = -1                                           # unseen at the strict floor
     details = {
         "feature_range": "private",
         "query": ("Gaussian histogram of each feature's binary exponent floor(log2|x|) over buckets "
@@ -164,6 +152,19 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
             "(feature_range=(low, high) arrays; noisysgd train --feature-range COL=LOW:HIGH, repeated) or more rows",
             UserWarning, stacklevel=3)
     return (-s, s), details
+
+
+def _quantile_buckets(noisy: np.ndarray, floor: float, n: int, quantile: float, adjacency: str) -> tuple:
+    """(per feature, the first bucket with at most (1 − ``quantile``) of the mass strictly above it;
+    the features with no count above ``floor``), the noisy counts below ``floor`` read as empty —
+    otherwise the positive noise of the many empty buckets adds up to a spurious tail and inflates the
+    ranges.  The mass is n under replace adjacency (public), the kept noisy total under add/remove."""
+    mass = np.where(noisy > floor, noisy, 0.0)
+    total = float(n) if adjacency == "replace" else np.maximum(mass.sum(axis=1), 1.0)[:, None]
+    above = np.cumsum(mass[:, ::-1], axis=1)[:, ::-1]          # above[:, k] = mass in buckets >= k
+    tail = np.concatenate([above[:, 1:], np.zeros((mass.shape[0], 1))], axis=1)  # strictly above bucket k
+    k = np.argmax(tail <= (1.0 - quantile) * total, axis=1)   # the first bucket with little above it
+    return k, mass.sum(axis=1) == 0.0
 
 
 def _bonferroni_floor(counts: int, level: float = 0.05) -> float:
