@@ -395,15 +395,14 @@ def cmd_train(args) -> int:
     pred = result.predict(X)
     quality = {metric: _quality(args.task, pred, y, classes)}
     kept = any(v.strip() == "none" for v in (args.feature_range or ())) or epsilon is None  # (the user's choice)
-    found = (dominant or mean_dominant(fit.certificate) or mixed) if kept else None
+    found = (dominant or mixed) if kept else None  # (dominant: the private mean's finding first)
     flag = "--feature-range COL=LOW:HIGH, or --feature-range-file"
     advice = remedy(found, flag=flag, names=_names(table, X.shape[1]))
-    near = False
+    near, released_prior = False, not (fit.certificate.get("release_check") or {}).get("kept_model", True)
     if args.task == "classification":
         quality["train_balanced_accuracy"] = balanced_accuracy(_truth(y, classes), pred)
-        if (fit.certificate.get("release_check") or {}).get("kept_model", True):  # (else its own warning said it)
+        if not released_prior:  # (else its own warning said it)
             near = _warn_if_near_chance(pred, y, classes, advice)
-    released_prior = not (fit.certificate.get("release_check") or {}).get("kept_model", True)
     if dominant is not None and not near and not released_prior:  # one line: the near-chance or the release
         short = remedy(found, flag=flag, names=_names(table, X.shape[1]), why=False)  # check's names its remedy
         warnings.warn(dominant_columns_message(dominant, "", args.feature_clip, short, _names(table, X.shape[1])),

@@ -174,7 +174,7 @@ def dominant_columns_message(found: dict, who: str, clip: float, advice: str, na
 #: in docs/accuracy.md §6a.  ``bounds``: rows trained as given in mixed units; ``epsilon``: everything
 #: else.
 REMEDIES = {
-    "bounds": "declare the columns' public bounds ({flag}): {why}",
+    "bounds": "declare the columns' public bounds ({flag})",
     "epsilon": "raise epsilon or train on more rows: the noise, not the preprocessing, is what holds the model "
                "back here",
 }
@@ -223,8 +223,9 @@ def remedy(found: dict | None, *, flag: str = "feature_range=(low, high)", names
     """
     if found is None:
         return REMEDIES["epsilon"]
+    action = REMEDIES["bounds"].format(flag=flag)
     if not why:  # (a line that has named the columns already)
-        return REMEDIES["bounds"].split(": {why}")[0].format(flag=flag)
+        return action
     cols = found["columns"]
     if "ratio" in found:
         reason = (f"the columns' scales differ by a factor {found['ratio']:.3g} ({columns_text(cols, names)} the "
@@ -234,7 +235,7 @@ def remedy(found: dict | None, *, flag: str = "feature_range=(low, high)", names
         of = found.get("of", "training rows")
         whose = of + ("'" if of.endswith("s") else "'s")  # the training rows', the private mean's
         reason = f"{columns_text(cols, names)} {'carries' if len(cols) == 1 else 'carry'} {share} the {whose} squared norm"
-    return REMEDIES["bounds"].format(flag=flag, why=reason)
+    return f"{action}: {reason}"
 
 
 def fit_warnings(X, y, predict, *, who: str, raw: bool, clip: float, advice, names=None, known=None) -> list[str]:
