@@ -35,7 +35,7 @@ from .noise_search import place_then_decide as _place_then_decide, shrink as _sh
 from .rdp import CONVERSIONS, epsilon_from_rdp, validate_delta, validate_orders
 from .run import Run, checked_real
 from .progress import bar
-from .text import calibration_summary, epsilon_summary, short_repr
+from .text import calibration_summary, epsilon_summary, queries_text, short_repr
 
 __all__ = [
     "BEST",
@@ -726,11 +726,7 @@ def certify_composed(certificate: dict, composed: Composed, delta_train: float, 
     then covers the model *and* the query's answer (the training's own kept as ``training_guarantee``)."""
     mu_q = query.get("mu")
     certificate["preprocessing"] = dict(query)
-    parts = [w for k, w in (("feature_range", "feature ranges"), ("center", "centering"),
-                            ("curvature", "curvature estimate"), ("class_prior", "class prior"),
-                            ("release_check", "release check")) if k in query]
-    what = ("its private " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
-            if parts else "its preprocessing")
+    what = queries_text(query) or "its preprocessing"
     text = (f"({composed.epsilon:.6g}, {composed.delta:.3g})-DP for the final model and {what}, {adjacency} "
             f"adjacency: the private queries (mu {mu_q if mu_q is None else format(mu_q, '.4g')}; "
             f"({query['epsilon']:.6g}, {query['delta']:.3g}) alone) composed with training's "

@@ -41,6 +41,7 @@ import numpy as np
 
 from . import __version__
 from .io import atomic_directory, write_json
+from .text import queries_text
 from .planning import plan
 from .figures import plan_figure
 
@@ -228,14 +229,14 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+#: The demo's table is narrow: the shorter names of :data:`noisysgd.text.QUERY_NAMES`.
+_SHORT_NAMES = (("feature_range", "ranges"), ("center", "mean"), ("curvature", "curvature"),
+                ("class_prior", "class prior"), ("release_check", "release check"))
+
+
 def _queries(certificate: dict) -> str | None:
     """The private queries a certificate covers besides the model, in a few words."""
-    pre = certificate.get("preprocessing") or {}
-    names = [w for k, w in (("feature_range", "ranges"), ("center", "mean"), ("curvature", "curvature"),
-                            ("class_prior", "class prior"), ("release_check", "release check")) if k in pre]
-    if not names:
-        return None
-    return "its private " + (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0])
+    return queries_text(certificate.get("preprocessing") or {}, _SHORT_NAMES)
 
 
 def _rows(result: dict) -> dict:

@@ -14,7 +14,7 @@ import shutil
 import textwrap
 
 __all__ = ["fmt", "table", "terminal_width", "fill", "epsilon_summary", "calibration_summary",
-           "plan_summary", "short_repr"]
+           "plan_summary", "short_repr", "queries_text", "QUERY_NAMES"]
 
 #: The narrowest column a wrapped note is given before it moves under its row.
 _MIN_NOTE = 24
@@ -247,3 +247,21 @@ def plan_summary(p, *, width: int | None = None) -> str:
         else:
             out.append(f"budget epsilon = {b.target_epsilon:g}: at most {b.epochs} epochs")
     return "\n".join(out)
+
+
+#: The private queries a certificate can cover besides the model, as :func:`queries_text` names them.
+QUERY_NAMES = (("feature_range", "feature ranges"), ("center", "centering"), ("curvature", "curvature estimate"),
+               ("class_prior", "class prior"), ("release_check", "release check"))
+
+
+def queries_text(query: dict, names=QUERY_NAMES) -> str | None:
+    """"its private feature ranges, centering and class prior": the queries ``query`` (a certificate's
+    ``preprocessing``) holds, in a few words (``names``: (key, word) pairs), or None where it holds none.
+
+    >>> queries_text({"center": "private", "class_prior": [0.5, 0.5]})
+    'its private centering and class prior'
+    """
+    parts = [w for k, w in names if k in query]
+    if not parts:
+        return None
+    return "its private " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
