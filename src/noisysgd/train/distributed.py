@@ -327,7 +327,7 @@ def train_distributed(
     # every check passed, on every rank: warn, then compute
     check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
                              target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
-    refuse_adaptive(run, "trained by data-parallel training (the numpy engine, noisysgd.train.train, clips adaptively)")
+    refuse_adaptive(run, "trained by data-parallel training")
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     return _execute(torch, dist, p, job.device, job.idx, job.order, rank=rank, world=world, connected=connected,
                     group=group, noise_std=noise_std, ledger=ledger, resumed=resumed, all_ranges=all_ranges,

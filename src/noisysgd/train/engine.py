@@ -192,11 +192,15 @@ class StepHooks:
     save_every: int | None = None
 
 
-def refuse_adaptive(run, what: str) -> None:
+#: What :func:`refuse_adaptive` says an engine that cannot clip adaptively should use instead.
+NUMPY_ENGINE = "the numpy engine, noisysgd.train.train, clips adaptively"
+
+
+def refuse_adaptive(run, what: str, why: str = NUMPY_ENGINE) -> None:
     """The ValueError for an adaptively clipped ``run`` (``Run.adaptive_clip``) where the engine
-    cannot clip adaptively yet."""
+    cannot clip adaptively yet: it cannot be ``what`` (``why``)."""
     if run.adaptive_clip is not None:
-        raise ValueError(f"run.adaptive_clip: an adaptively clipped run cannot be {what} yet.")
+        raise ValueError(f"run.adaptive_clip: an adaptively clipped run cannot be {what} ({why}) yet.")
 
 
 class AdaptiveState:
@@ -606,7 +610,7 @@ def checkpoint_options(run: Run, checkpointing):
     if c.context is not None and not isinstance(c.context, dict):
         raise ValueError(f"checkpoint_context must be a dict or None. Found {c.context!r}.")
     if checkpoint is not None:
-        refuse_adaptive(run, "checkpointed (a checkpoint does not hold the clip C_t): train it without one")
+        refuse_adaptive(run, "checkpointed", "a checkpoint does not hold the clip C_t: train it without one")
     if checkpoint is None:
         if checkpoint_every is not None:
             raise ValueError(f"checkpoint_every needs a checkpoint path. Found checkpoint=None, "

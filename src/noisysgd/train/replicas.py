@@ -430,7 +430,7 @@ def train_replicas(
     Xbar, norms = augment_rows(p.X, p.feature_clip, dt, p.row_norms)
     Y = p.Y.astype(dt) if p.Y.dtype.kind == "f" else p.Y
     shape = loss.param_shape(p.X.shape[1])
-    refuse_adaptive(run, "trained by replicated training (the numpy engine, noisysgd.train.train, clips adaptively)")
+    refuse_adaptive(run, "trained by replicated training")
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     if per_replica:
         streams = [rng_streams(s) for s in seeds]

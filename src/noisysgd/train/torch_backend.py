@@ -350,7 +350,7 @@ def train_torch(
     # every check passed: warn, then compute
     check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
                              target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
-    refuse_adaptive(run, "trained by the torch backend (the numpy engine, noisysgd.train.train, clips adaptively)")
+    refuse_adaptive(run, "trained by the torch backend")
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     return _execute_torch(torch, p, dev, noise_std=noise_std, clip_norm=run.lipschitz, extra={
         "constants": constants.to_dict(),
