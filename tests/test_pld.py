@@ -76,3 +76,76 @@ def test_the_composed_epsilon_is_dp_accounting_s(q, sigma, replace_one, steps, d
 def test_bad_arguments_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):
         sampled_gaussian_pld(**kwargs)
+
+
+# ε(δ) read off a PLD: noisysgd.pld.epsilon_for_delta must be dp_accounting's get_epsilon_for_delta.
+
+@settings(max_examples=30, deadline=None)
+@given(q=st.floats(1e-3, 1.0), sigma=st.floats(0.5, 20.0), replace_one=st.booleans(),
+       steps=st.integers(1, 400), delta=st.sampled_from([0.5, 0.1, 1e-3, 1e-5, 1e-9, 1e-14]))
+def test_epsilon_for_delta_is_dp_accounting_s(q, sigma, replace_one, steps, delta):
+    from noisysgd.pld import epsilon_for_delta
+
+    pld = _theirs(sigma, q, 1e-3, replace_one).self_compose(steps)
+    theirs = pld.get_epsilon_for_delta(delta)
+    ours = epsilon_for_delta(pld, delta)
+    # the losses are i·Δ here, a running sum of −Δ there: ~1e-11 apart after 10⁵ grid points
+    assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+
+
+def _dense(probs, lower, infinity_mass=0.0, step=0.5):
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution
+
+    pmf = pld_pmf.DensePLDPmf(step, lower, np.asarray(probs, dtype=float), infinity_mass, True)
+    return privacy_loss_distribution.PrivacyLossDistribution(pmf)
+
+
+@pytest.mark.parametrize("probs, lower, inf_mass", [
+    ([0.2, 0.3, 0.5], -1, 0.0),          # losses −0.5, 0, 0.5
+    ([0.1, 0.2, 0.3, 0.39], 0, 0.01),    # an infinity mass below some δ, above others
+    ([0.6, 0.4], -6, 0.0),               # every loss negative: ε = 0
+    ([1e-300, 0.5, 0.5 - 1e-300], 2, 1e-12),
+    (np.full(20_000, 1 / 20_000), -9_000, 0.0)])  # longer than one block of the walk
+@pytest.mark.parametrize("delta", [0.5, 0.2, 0.05, 0.011, 0.01, 1e-3, 1e-6, 1e-13])
+def test_epsilon_for_delta_on_hand_made_pmfs(probs, lower, inf_mass, delta):
+    from noisysgd.pld import epsilon_for_delta
+
+    step = 1e-3 if len(probs) > 100 else 0.5
+    pld = _dense(probs, lower, inf_mass, step)
+    assert epsilon_for_delta(pld, delta) == pytest.approx(pld.get_epsilon_for_delta(delta), rel=1e-12, abs=1e-15)
+
+
+def test_epsilon_for_delta_takes_the_larger_side_and_defers_where_it_must():
+    """An asymmetric PLD (add/remove, sampled): the larger of its two PMFs' answers; a sparse PMF
+    and losses past exp's underflow are left to dp_accounting's own walk."""
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution
+
+    from noisysgd.pld import epsilon_for_delta
+
+    pld = _theirs(2.0, 0.3, 1e-3, False).self_compose(5)
+    assert not pld._symmetric
+    for delta in (1e-2, 1e-5):
+        assert epsilon_for_delta(pld, delta) == pytest.approx(pld.get_epsilon_for_delta(delta), rel=1e-12)
+    sparse = privacy_loss_distribution.PrivacyLossDistribution(
+        pld_pmf.SparsePLDPmf({-2: 0.5, 3: 0.4999, 800: 1e-4}, 1.0, 0.0, True))
+    far = _dense([0.5, 0.4999, 1e-4], 798, 0.0, 1.0)   # losses 798, 799, 800: e^{−loss} underflows
+    for p in (sparse, far):
+        for delta in (1e-3, 1e-5):
+            assert epsilon_for_delta(p, delta) == p.get_epsilon_for_delta(delta)
+
+
+def test_a_gaussian_query_composed_into_a_run_is_dp_accounting_s():
+    """epsilon_with_gaussian_query composes the run's self-composed PLD with the query's without
+    the identity PLD and without tail truncation (exact convolution): dp_accounting's PLDAccountant
+    on the same two events agrees to its own rounding."""
+    import noisysgd
+    from noisysgd.analyses.composition import epsilon_with_gaussian_query
+
+    run = noisysgd.Run(n=1000, batch_size=128, batching="poisson", steps=200, learning_rate=0.1,
+                       noise_multiplier=6.0, lipschitz=1.0, adjacency="add-remove")
+    mu_q, delta = 0.3, 1e-5
+    acc = dp_accounting.pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+                                          value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(0.128, dp_accounting.GaussianDpEvent(6.0)), 200)
+    acc.compose(dp_accounting.GaussianDpEvent(1.0 / mu_q))
+    assert epsilon_with_gaussian_query(run, delta, mu_q) == pytest.approx(acc.get_epsilon(delta), rel=1e-8)

@@ -858,7 +858,7 @@ def calibrate_composed(run: Run, cal: Calibration, query: dict, analyses) -> Cal
     if (query.get("mu") is not None and cal.report.best is not None
             and cal.report.best.analysis == "composition-pld" and _pld_is_expensive(run)):
         # the PLD decides: place the answer with the query composed on its coarser search grid
-        # (~15× cheaper), then decide it with every analysis composed on the certificate's grid
+        # (2–4× cheaper), then decide it with every analysis composed on the certificate's grid
         from .analyses.composition import epsilon_with_gaussian_query
 
         def coarse(z) -> _Eps:

@@ -38,8 +38,8 @@ class Eps:
 
 def place_then_decide(coarse, fine, meets, start, start_coarse, tol, zmax, target, d, factor=2.0) -> float:
     """The smallest z meeting the target under ``fine`` (the certificate's PLD), placed first on
-    ``coarse`` (its ~3-15× cheaper search grid) to 0.1 %: the certificate's grid rounds less, so
-    its answer lies a little below (~2e-4 at most where measured).  ``fine`` at the coarse answer
+    ``coarse`` (its 2-4× cheaper search grid) to 0.1 %: the certificate's grid rounds less, so
+    its answer lies a little below (~1e-3 at most where measured, on a grid 10× coarser).  ``fine`` at the coarse answer
     z_c gives ε_f(z_c); the slope of log ε in log z between the coarse search's two closest
     points predicts where ``fine`` meets the target, and two probes a factor (1 + tol) apart
     around the prediction close the bracket: 3 evaluations of ``fine`` where they straddle it

@@ -21,9 +21,16 @@ computes after inverting the privacy loss *one grid point at a time in Python*
   clipped to [0, 1] as it does, and the PMF is dp_accounting's
   ``create_pmf_pessimistic_connect_dots_fixed_gap``.
 
-Composition, ε(δ) and everything downstream stay dp_accounting's.  tests/test_pld.py checks
+Composition and everything downstream stay dp_accounting's.  tests/test_pld.py checks
 the PMFs against ``from_gaussian_mechanism`` (to 1e-12) and the composed ε over a grid
 of (q, σ, neighbouring relation), so a change in the library shows up there.
+
+:func:`epsilon_for_delta` reads ε(δ) off a composed PLD as its ``get_epsilon_for_delta`` does
+(the smallest ε whose hockey-stick divergence is at most δ, walking the losses down from the
+largest), with that walk's running sums as numpy cumulative sums instead of a Python loop over
+up to 10⁵ grid points (2–5 ms a call, ~10 calls a calibration); it falls back to
+dp_accounting's own method for anything but dense PMFs, and tests/test_pld.py holds the two
+equal (to 1e-12) on composed PLDs and on hand-made PMFs with an infinity mass.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import math
 
 import numpy as np
 
-__all__ = ["sampled_gaussian_pld"]
+__all__ = ["epsilon_for_delta", "sampled_gaussian_pld"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -133,3 +140,57 @@ def sampled_gaussian_pld(standard_deviation: float, sensitivity: float = 1.0, sa
     if q == 1.0:
         return privacy_loss_distribution.PrivacyLossDistribution(remove)
     return privacy_loss_distribution.PrivacyLossDistribution(remove, _pmf(sigma, s, q, interval, "ADD"))
+
+
+#: Losses above this give e^{−loss} = 0 in float64, where dp_accounting's walk takes another branch:
+#: such PMFs are left to its own method.
+_UNDERFLOW_LOSS = 700.0
+#: How many grid points of the walk are summed at once (most answers lie in the first block).
+_BLOCK = 8192
+
+
+def _pmf_epsilon(pmf, delta: float) -> float:
+    """``DensePLDPmf.get_epsilon_for_delta(delta)`` with its walk vectorised: over the losses ℓ_k
+    in decreasing order, with U_k = (infinity mass) + Σ_{i<k} p_i and W_k = Σ_{i<k} e^{−ℓ_i} p_i
+    (the same sequential sums: a cumulative sum adds in the same order), the answer is
+    read at the first k where U_k > δ, W_k > 0 and log((U_k − δ)/W_k) ≥ ℓ_k, else after the last
+    loss: 0 if U ≤ W + δ there, and log((U − δ)/W) otherwise."""
+    inf_mass = float(pmf._infinity_mass)
+    if inf_mass > delta:
+        return math.inf
+    probs, step, lower = pmf._probs, float(pmf._discretization), int(pmf._lower_loss)
+    top = lower + len(probs) - 1
+    upper, lower_mass = inf_mass, 0.0
+    for end in range(len(probs), 0, -_BLOCK):
+        start = max(0, end - _BLOCK)
+        p = probs[start:end][::-1]
+        losses = (top - (len(probs) - end) - np.arange(len(p))) * step
+        u = np.cumsum(np.concatenate(([upper], p)))       # U_k before element k, then U after the block
+        w = np.cumsum(np.concatenate(([lower_mass], np.exp(-losses) * p)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stop = (u[:-1] > delta) & (w[:-1] > 0) & (np.log((u[:-1] - delta) / w[:-1]) >= losses)
+        if stop.any():
+            k = int(np.argmax(stop))
+            upper, lower_mass = float(u[k]), float(w[k])
+            break
+        upper, lower_mass = float(u[-1]), float(w[-1])
+    if upper <= lower_mass + delta:
+        return 0.0
+    return math.log((upper - delta) / lower_mass)
+
+
+def epsilon_for_delta(pld, delta: float) -> float:
+    """``pld.get_epsilon_for_delta(delta)`` (a dp_accounting ``PrivacyLossDistribution``): the
+    larger of its two PMFs' answers (one where it is symmetric), each by :func:`_pmf_epsilon`
+    where the PMF is dense and its losses stay below :data:`_UNDERFLOW_LOSS`, else by
+    dp_accounting's own method."""
+    from dp_accounting.pld import pld_pmf
+
+    def one(pmf) -> float:
+        dense = isinstance(pmf, pld_pmf.DensePLDPmf)
+        if not dense or (pmf._lower_loss + len(pmf._probs)) * pmf._discretization > _UNDERFLOW_LOSS:
+            return float(pmf.get_epsilon_for_delta(delta))
+        return _pmf_epsilon(pmf, float(delta))
+
+    eps = one(pld._pmf_remove)
+    return eps if pld._symmetric else max(eps, one(pld._pmf_add))
