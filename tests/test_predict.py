@@ -497,6 +497,10 @@ def test_predict_loads_no_accountant_trainer_or_scipy(trained, iris_files, tmp_p
     assert status == 0 and (tmp_path / "p.csv").exists()
     assert "noisysgd.model" in modules and "numpy" in modules  # the probe saw the command run
     assert not _forbidden(modules, NOT_FOR_PREDICT + ("scipy",)), _forbidden(modules, NOT_FOR_PREDICT + ("scipy",))
+    # nor what writing atomically once took (tempfile and random, ~1.5 ms of its start; argparse
+    # itself imports shutil), nor the other commands' modules (their parsers are not built)
+    extra = ("tempfile", "random", "noisysgd.cli.train", "noisysgd.cli.epsilon", "noisysgd.cli.plan")
+    assert not _forbidden(modules, extra), _forbidden(modules, extra)
     # scoring against a label column, with class probabilities (scipy.special's expit and softmax)
     status, modules = _modules_after_cli(["predict", str(trained), str(d / "train.csv"), "--target", "label",
                                           "--proba", "--json", "--out", str(tmp_path / "q.csv")])
@@ -611,3 +615,33 @@ def test_a_plain_csv_takes_the_fast_path(tmp_path):
     assert load_table(path, target=None, features=["b", "a"]).X.tolist() == fast.X.tolist()
     _write_csv(path, ["a", "b"], [["1_000", 2]])  # float() reads it, numpy does not: the csv path does
     assert _load_plain_csv(path, None) is None and load_table(path, target=None).X.tolist() == [[1000.0, 2.0]]
+
+
+def test_create_exclusive_never_reuses_a_name(tmp_path, monkeypatch):
+    """io.create_exclusive (what predict writes through instead of tempfile.mkstemp): a new file
+    opened for writing (mode 0600) or a new directory, named prefix + random + suffix; a name that
+    exists is never opened (O_EXCL), another is drawn; when none is free it says so."""
+    import os
+    import stat
+
+    from noisysgd import io
+
+    fd, path = io.create_exclusive(tmp_path, ".p.", ".csv")
+    os.write(fd, b"x")
+    os.close(fd)
+    name = os.path.basename(path)
+    assert name.startswith(".p.") and name.endswith(".csv") and len(name) == len(".p.") + 16 + len(".csv")
+    if os.name == "posix":
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    d = io.create_exclusive(tmp_path, ".d.", directory=True)
+    assert os.path.isdir(d) and os.listdir(d) == []
+    taken = iter([bytes(8)] * 3 + [bytes([1] * 8)])  # the first name three times: it exists after the first
+    monkeypatch.setattr(os, "urandom", lambda k: next(taken))
+    fd1, first = io.create_exclusive(tmp_path, "f.")
+    os.close(fd1)
+    fd2, second = io.create_exclusive(tmp_path, "f.")
+    os.close(fd2)
+    assert first != second and os.path.basename(second) == "f." + "01" * 8
+    monkeypatch.setattr(os, "urandom", lambda k: bytes(8))
+    with pytest.raises(FileExistsError):
+        io.create_exclusive(tmp_path, "f.")

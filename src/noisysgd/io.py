@@ -20,14 +20,13 @@ import json
 import math
 import operator
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir", "check_output_file",
+           "create_exclusive",
            "declared_categories", "category_key", "category_codes", "one_hot", "one_hot_names",
            "indicator_columns", "encoding_record", "text_cell_error", "absent_value"]
 
@@ -508,6 +507,8 @@ def _load_parquet(p: Path, target: str | None, features=None, categorical=None) 
     if n == 0:
         raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
     if n * d * 8 > _PARQUET_SPILL_BYTES:
+        import tempfile
+
         X = np.memmap(tempfile.TemporaryFile(prefix="noisysgd-parquet-"), dtype=np.float64, mode="w+", shape=(n, d))
     else:
         X = np.empty((n, d), dtype=np.float64)
@@ -567,11 +568,29 @@ def check_output_dir(path, name: str = "out", *, replace_marker: str | None = No
     return out
 
 
+def create_exclusive(parent, prefix: str, suffix: str = "", directory: bool = False):
+    """A new file (opened for writing, mode 0600: returns (its descriptor, its path)) or
+    ``directory`` (mode 0700: returns its path) in ``parent``, named ``prefix`` + 16 random hex
+    digits + ``suffix`` and created exclusively (``O_EXCL``, ``mkdir``), as ``tempfile.mkstemp`` /
+    ``mkdtemp`` do, without importing :mod:`tempfile` (and :mod:`random`) into ``noisysgd
+    predict``'s start (benchmarks/cli_startup.py)."""
+    for _ in range(100):
+        path = os.path.join(os.fspath(parent), f"{prefix}{os.urandom(8).hex()}{suffix}")
+        try:
+            if directory:
+                os.mkdir(path, 0o700)
+                return path
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused name found", os.fspath(parent))
+
+
 def probe_writable(parent: Path, name: str, path) -> None:
     """Create and remove a temporary directory in ``parent``: permission bits do
     not tell (root, read-only or special file systems), trying does."""
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".noisysgd-probe.", dir=parent))
+        os.rmdir(create_exclusive(parent, ".noisysgd-probe.", directory=True))
     except OSError as exc:
         raise ValueError(
             f"{name} must be in a writable directory. Found {str(path)!r}: cannot write in "
@@ -636,7 +655,7 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
     out = check_output_dir(path, name, replace_marker=replace_marker)
     parent = out.absolute().parent
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+        tmp = Path(create_exclusive(parent, f".{out.name}.", ".tmp", directory=True))
     except OSError as exc:
         raise ValueError(
             f"{name} must be in a writable directory. Found {str(path)!r}: {exc.strerror or exc}."
@@ -644,7 +663,7 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
     try:
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
+        os.chmod(tmp, 0o777 & ~umask)  # the private 0700 would outlive the rename
         yield tmp
         for f in tmp.iterdir():
             if f.is_file():
@@ -653,7 +672,7 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
         _fsync_dir(tmp)
         old = None
         if out.exists() and any(out.iterdir()):  # an earlier result (marker checked): swap it out
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
+            old = Path(create_exclusive(parent, f".{out.name}.", ".old", directory=True))
             os.rename(out, old / "previous")
         elif out.exists():
             out.rmdir()  # empty (checked): replaced by the finished directory
@@ -665,8 +684,12 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
             raise
         _fsync_dir(parent)
         if old is not None:
+            import shutil
+
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
+        import shutil
+
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 

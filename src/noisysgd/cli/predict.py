@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import csv
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ..io import check_output_file, load_table
+from ..io import check_output_file, create_exclusive, load_table
 from ..model import load_model
 
 __all__ = ["add_arguments", "cmd_predict"]
@@ -72,7 +71,7 @@ def _features(model, table) -> np.ndarray:
 
 
 def _write_csv(path: Path, header: list[str], columns: list) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".noisysgd-predict.", suffix=".csv", dir=path.absolute().parent)
+    fd, tmp = create_exclusive(path.absolute().parent, ".noisysgd-predict.", ".csv")
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f, lineterminator="\n")
@@ -108,7 +107,9 @@ def cmd_predict(args) -> int:
         table = load_table(args.data, target=args.target, features=model.feature_names if named else None)
     X = _features(model, table)
     pred = model.predict(X)
-    header, columns = ["prediction"], [[_cell(v) for v in pred.tolist()]]  # numpy floats as Python's
+    values = pred.tolist()
+    text = {v: _cell(v) for v in set(values)} if model.task == "classification" else None  # a few classes
+    header, columns = ["prediction"], [[text[v] for v in values] if text else [_cell(v) for v in values]]
     if args.proba:
         P = model.predict_proba(X)
         header += [f"p_{c}" for c in model.classes]
