@@ -84,7 +84,6 @@ def _pld_calibration_vs_dp_accounting(epochs: int = 10, repeat: int = 3) -> dict
         rdp._replace_one_pieces.cache_clear()
         comp._pld_epsilon.cache_clear()
         comp._one_step_pld.cache_clear()
-        comp._composed_pld.cache_clear()
         comp._self_composed.cache_clear()
         comp._query_epsilon.cache_clear()
 

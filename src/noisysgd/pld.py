@@ -25,6 +25,13 @@ Composition and everything downstream stay dp_accounting's.  tests/test_pld.py c
 the PMFs against ``from_gaussian_mechanism`` (to 1e-12) and the composed ε over a grid
 of (q, σ, neighbouring relation), so a change in the library shows up there.
 
+:func:`self_compose` is ``PrivacyLossDistribution.self_compose`` for dense PMFs: dp_accounting's
+truncation bounds (``common.compute_self_convolve_bounds``'s Chernoff bounds at its orders, the
+moments summed without 40 ``logsumexp`` calls), the same circular convolution power of the same
+length, and its infinity mass, with the transform real (``rfft``: half the spectrum) and the
+power taken by repeated squaring instead of the complex ``**`` (``exp(T·log z)``): 3–4× faster,
+the same support and the same PMF to ~1e-17 (tests/test_pld.py).
+
 :func:`epsilon_for_delta` reads ε(δ) off a composed PLD as its ``get_epsilon_for_delta`` does
 (the smallest ε whose hockey-stick divergence is at most δ, walking the losses down from the
 largest), with that walk's running sums as numpy cumulative sums instead of a Python loop over
@@ -41,7 +48,7 @@ import math
 
 import numpy as np
 
-__all__ = ["epsilon_for_delta", "sampled_gaussian_pld"]
+__all__ = ["epsilon_for_delta", "sampled_gaussian_pld", "self_compose"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -194,3 +201,85 @@ def epsilon_for_delta(pld, delta: float) -> float:
 
     eps = one(pld._pmf_remove)
     return eps if pld._symmetric else max(eps, one(pld._pmf_add))
+
+
+def _power(x: np.ndarray, times: int) -> np.ndarray:
+    """``x ** times`` (complex, ``times`` ≥ 1) by repeated squaring: ~2·log2(times) products."""
+    out, base = None, x
+    while times:
+        if times & 1:
+            out = base if out is None else out * base
+        times >>= 1
+        if times:
+            base = base * base
+    return out
+
+
+#: The orders of dp_accounting's Chernoff bounds, in units of 1/len(list): ±1, …, ±20
+#: (``common.compute_self_convolve_bounds``'s default orders).
+_CHERNOFF_STEPS = 20
+
+
+def _self_convolve_bounds(probs: np.ndarray, times: int, tail_mass_truncation: float) -> tuple[int, int]:
+    """dp_accounting's ``common.compute_self_convolve_bounds(probs, times, tail_mass_truncation)``:
+    the Chernoff bounds at its orders t = k/len (k = ±1 … ±20) of the ``times``-fold sum, each
+    index outside carrying at most half the truncated mass.  Its log-moments log Σ p_i e^{t·i} are
+    40 calls of ``logsumexp`` there; here Σ p_i w_i^k with w_i = e^{±i/len} ∈ [e^{−1}, e], one
+    product and one sum per k (no exponential, no overflow: w^k ≤ e^{20}), the same numbers to
+    float rounding."""
+    n = len(probs)
+    upper, lower = (n - 1) * times, 0
+    if tail_mass_truncation == 0:
+        return lower, upper
+    log_tail = math.log(2 / tail_mass_truncation)
+    index = np.arange(n)
+    with np.errstate(divide="ignore"):
+        for sign in (1.0, -1.0):
+            w = np.exp(sign * index / n)
+            term = np.array(probs, dtype=float)
+            for k in range(1, _CHERNOFF_STEPS + 1):
+                term = term * w
+                order = sign * k / n
+                bound = (times * math.log(float(term.sum())) + log_tail) / order
+                if not math.isfinite(bound):
+                    continue
+                if order > 0:
+                    upper = min(upper, math.ceil(bound))
+                else:
+                    lower = max(lower, math.floor(bound))
+    return lower, upper
+
+
+def _self_compose_pmf(pmf, times: int, tail_mass_truncation: float):
+    """``DensePLDPmf.self_compose(times, tail_mass_truncation)`` (see :func:`self_compose`)."""
+    from dp_accounting.pld import pld_pmf
+    from scipy import fft
+
+    probs = pmf._probs
+    lower, upper = _self_convolve_bounds(probs, times, tail_mass_truncation)
+    size = upper - lower + 1
+    length = fft.next_fast_len(max(size, len(probs)), real=True)
+    out = fft.irfft(_power(fft.rfft(probs, length), times), length)
+    out = np.roll(out, -lower)[:size]
+    infinity = tail_mass_truncation - math.expm1(times * math.log1p(-pmf._infinity_mass))
+    return pld_pmf.DensePLDPmf(pmf._discretization, pmf._lower_loss * times + lower, out, infinity,
+                               pmf._pessimistic_estimate)
+
+
+def self_compose(pld, times: int, tail_mass_truncation: float = 1e-15):
+    """``pld.self_compose(times, tail_mass_truncation)`` for a dp_accounting
+    ``PrivacyLossDistribution`` whose PMFs are dense (else its own method): each PMF's
+    ``times``-fold convolution power, computed as dp_accounting computes it — the support cut
+    to its Chernoff bounds, a circular convolution of the length it takes, the truncated tail
+    mass and the infinity mass's composition added to the infinity mass — with a real FFT and
+    powers by squaring."""
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution
+
+    times = int(times)
+    if times < 1:
+        raise ValueError(f"times must be at least 1. Found {times!r}.")
+    pmfs = [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])
+    if not all(isinstance(pmf, pld_pmf.DensePLDPmf) for pmf in pmfs):
+        return pld.self_compose(times, tail_mass_truncation)
+    return privacy_loss_distribution.PrivacyLossDistribution(
+        *[_self_compose_pmf(pmf, times, tail_mass_truncation) for pmf in pmfs])
