@@ -206,3 +206,18 @@ def test_chord_between_computed_orders_bounds_every_order(q, z):
     assert np.all(chord >= every * (1 - 1e-12))
     finite = np.isfinite(every) & (every > 1e-12)
     assert np.all(chord[finite] <= every[finite] * 1.5)  # a chord, not a blow-up
+
+
+@settings(max_examples=25, deadline=None)
+@given(q=st.floats(1e-4, 0.9), z=st.floats(0.5, 40.0), coarser=st.sampled_from([1, 2, 4, 8]),
+       picks=st.lists(st.integers(0, len(DEFAULT_ORDERS) - 1), min_size=1, max_size=12))
+def test_orders_integrated_together_are_integrated_as_alone(q, z, coarser, picks):
+    """The quadrature runs several orders at once (a row of cells per order, orders grouped by
+    their cell width, each cut to its own cells): every order's bound is the one it gets alone."""
+    from noisysgd.rdp import _replace_one_log_am1
+
+    alphas = [float(DEFAULT_ORDERS[i]) for i in picks]
+    with np.errstate(all="ignore"):
+        together = _replace_one_log_am1(alphas, q, 1.0 / z, coarser)
+        alone = np.array([_replace_one_log_am1([a], q, 1.0 / z, coarser)[0] for a in alphas])
+    np.testing.assert_allclose(together, alone, rtol=1e-13, atol=0)

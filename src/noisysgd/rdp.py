@@ -592,15 +592,21 @@ def _replace_one_on_grid(alpha: np.ndarray, q: float, sigma: float, coarser: int
 _REPLACE_CELLS = 4096
 #: Widest grid cell (in units of the noise standard deviation).
 _REPLACE_WIDTH = 0.01
+#: How many cell values (orders × cells) one batch of :func:`_replace_one_log_am1` holds.
+_REPLACE_BATCH = 32768
 
 
 @functools.lru_cache(maxsize=512)
 def _replace_one_cached(alpha: tuple, q: float, sigma: float, coarser: int = 1) -> tuple:
     mu = 1.0 / sigma
     out = []
-    for a in alpha:
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-            log_am1 = _replace_one_log_am1(a, q, mu, coarser)
+    # a few orders at a time: rows of cells × orders up to ~_REPLACE_BATCH values (larger blocks
+    # leave the cache and cost more than numpy's per-call overhead they save)
+    step = max(1, _REPLACE_BATCH * coarser // (_REPLACE_CELLS + 1024))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        logs = np.concatenate([_replace_one_log_am1(alpha[i:i + step], q, mu, coarser)
+                               for i in range(0, len(alpha), step)])
+    for a, log_am1 in zip(alpha, logs.tolist()):
         if not np.isfinite(log_am1):
             out.append(math.inf if log_am1 > 0 else 0.0)
             continue
@@ -622,26 +628,35 @@ def _log_ndtr_diff(lo, hi):
     return out
 
 
+#: Terms of the series of u for small |αr| (:func:`_log_u`).
+_SERIES_TERMS = range(2, 16)
+
+
 def _log_u(r, a):
-    """log u(e^r) = log(e^{αr} − α(e^r − 1) − 1), stable for every r."""
-    r = np.asarray(r, dtype=float)
+    """log u(e^r) = log(e^{αr} − α(e^r − 1) − 1), stable for every r; ``a`` (α) a number, or a
+    column of orders (one row of cells ``r`` per order)."""
+    orders = np.atleast_1d(np.asarray(a, dtype=float)).reshape(-1)
+    r, a = np.broadcast_arrays(np.asarray(r, dtype=float), np.asarray(a, dtype=float))
     ar = a * r
-    out = np.empty_like(r)
+    out = np.empty_like(ar)
     big = ar > 1.0
     small = np.abs(ar) < 0.1
     rest = ~big & ~small
-    out[big] = ar[big] + np.log1p(-a * np.exp((1 - a) * r[big]) + (a - 1) * np.exp(-ar[big]))
-    out[rest] = np.log(np.expm1(ar[rest]) - a * np.expm1(r[rest]))
+    ab = a[big]
+    out[big] = ar[big] + np.log1p(-ab * np.exp((1 - ab) * r[big]) + (ab - 1) * np.exp(-ar[big]))
+    out[rest] = np.log(np.expm1(ar[rest]) - a[rest] * np.expm1(r[rest]))
     if small.any():
         # Σ_{k≥2} (α^k − α) r^k / k!, α^k − α = α·expm1((k−1) log α); |αr| < 0.1, so
-        # 14 terms leave a remainder below 1e-16 of the first.
+        # 14 terms leave a remainder below 1e-16 of the first.  The coefficients per order.
+        coef = np.array([[x * math.expm1((k - 1) * math.log(x)) for k in _SERIES_TERMS] for x in orders])
+        row = np.nonzero(small)[0] if small.ndim == 2 and orders.size > 1 else np.zeros(int(small.sum()), int)
         rs = r[small]
         ser = np.zeros_like(rs)
-        la, power, fact = math.log(a), rs.copy(), 1.0
-        for k in range(2, 16):
+        power, fact = rs.copy(), 1.0
+        for j, k in enumerate(_SERIES_TERMS):
             power = power * rs
             fact *= k
-            ser += a * math.expm1((k - 1) * la) * power / fact
+            ser += coef[row, j] * power / fact
         out[small] = np.log(ser)
     return out
 
@@ -678,13 +693,12 @@ def _replace_one_pieces(q: float, mu: float, start: float, width: float, n: int)
     return out
 
 
-def _replace_one_log_am1(a: float, q: float, mu: float, coarser: int = 1) -> float:
-    """log of an upper bound on A_α − 1 for the replace-one pair (see the caller); cells
-    ``coarser`` times wider and fewer (:func:`screen_quadrature`), each bound as rigorous."""
+def _right_grid(a: float, q: float, mu: float, coarser: int) -> tuple[float, int, int, float]:
+    """The x ≥ 0 grid of order ``a`` (:func:`_replace_one_log_am1`): (cell width, its cells,
+    the shared prefix grid's cells, X_R)."""
     width_max, cells = _REPLACE_WIDTH * coarser, _REPLACE_CELLS // coarser
     lq, l1q = math.log(q), math.log1p(-q)
     c = 0.5 * mu * mu
-    x_left = 30.0 + mu
     x_kappa = (l1q - lq + math.log(1e5 * a) + c) / mu
     x_right = max(5.0, min(a * mu + 30.0, max(x_kappa, 5.0)))
     # Cell widths 0.01 / 2^k on the right; the cells of an order are a prefix of the
@@ -697,10 +711,22 @@ def _replace_one_log_am1(a: float, q: float, mu: float, coarser: int = 1) -> flo
         n_shared = n_right
     else:
         n_shared = cells  # one prefix grid for every order of this (q, μ, width)
-    width_r = d
-    x_right = n_right * d
+    return d, n_right, n_shared, n_right * d
 
+
+def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1) -> np.ndarray:
+    """log of an upper bound on A_α − 1 for the replace-one pair (see the caller), at every order
+    of ``alphas`` at once (one row of cells per order: the per-cell arithmetic is the same,
+    without numpy's per-call cost once per order); cells ``coarser`` times wider and fewer
+    (:func:`screen_quadrature`), each bound as rigorous."""
+    alphas = [float(x) for x in alphas]
+    a = np.array(alphas)[:, None]                       # one row per order
+    log_a = np.array([math.log(x) for x in alphas])[:, None]
+    lq, l1q = math.log(q), math.log1p(-q)
+    c = 0.5 * mu * mu
+    x_left = 30.0 + mu
     parts = []
+
     # x ≤ 0: u decreasing; near end = right end.  Cells of width 2^−7 on [−8, 0],
     # 0.25 further left (mass below e^{−32} there: a looser bound costs nothing).
     # Widths are powers of two, so the cells meet exactly at −8 and 0.
@@ -710,42 +736,60 @@ def _replace_one_log_am1(a: float, q: float, mu: float, coarser: int = 1) -> flo
             start = -8.0 - width * n
             x_left = -start
         lo, hi, _, _, r_lo, r_hi, _, lqm, lqmax, _, _, log_rp, _ = _replace_one_pieces(q, mu, start, width, n)
-        log_du = math.log(a) + r_hi + np.log(-np.expm1((a - 1) * r_lo)) + log_rp
+        log_du = log_a + r_hi + np.log(-np.expm1((a - 1) * r_lo)) + log_rp
         lin = np.logaddexp(_log_u(r_hi, a) + lqm, log_du + lqmax + 2 * math.log(width) - math.log(2))
         parts.append(lin)
         if start == -x_left:
             r_far = r_lo[:1]
     # left tail: u ≤ u(−X_L), times the Q mass below −X_L
     tail_q = np.logaddexp(l1q + special.log_ndtr(-x_left), lq + special.log_ndtr(-x_left + mu))
-    parts.append(np.atleast_1d(_log_u(r_far, a) + tail_q))
-    # x ≥ 0: u increasing; near end = left end.
-    shared = _replace_one_pieces(q, mu, 0.0, width_r, n_shared)
-    lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq = (
-        v[:n_right] for v in shared)
-    log_du = math.log(a) + r_hi + _log_expm1_safe((a - 1) * r_hi) + log_rp
-    lin = np.logaddexp(_log_u(r_lo, a) + lqm, log_du + lqmax + 2 * math.log(width_r) - math.log(2))
-    # tilted bound of ∫ P^α Q^{1−α}, minus the exact αP − (α−1)Q = P + (α−1)(P − Q);
-    # only tried where t^α dominates (elsewhere the linear bound is the better one)
-    tilt = np.full(n_right, np.inf)
-    m = (a - 1) * r_hi >= 1.0
-    if m.any():
-        dmax = mu * (a * np.exp(ls_a_hi[m]) + (a - 1) * np.exp(ls_b_lo[m]))
-        lt = (a * la_lo[m] + (1 - a) * lb_lo[m] - dmax * lo[m] + 0.5 * dmax * dmax
-              + _log_ndtr_diff(lo[m] - dmax, hi[m] - dmax))
-        lm = np.logaddexp(lp[m], math.log(a - 1) + lpq[m])
-        ok = (lm - lt) < math.log(0.9)
-        tilt[m] = np.where(ok, lt + np.log1p(-np.exp(np.minimum(lm - lt, math.log(0.9)))), np.inf)
-    cell = np.minimum(np.where(np.isnan(lin), np.inf, lin), np.where(np.isnan(tilt), np.inf, tilt))
-    parts.append(cell)
+    parts.append(_log_u(r_far, a) + tail_q)
+
+    # x ≥ 0: u increasing; near end = left end.  Orders sharing a cell width share the prefix grid.
+    grids = [_right_grid(x, q, mu, coarser) for x in alphas]
+    right = np.full((len(alphas), 1), -np.inf)
+    bad = np.zeros(len(alphas), dtype=bool)
+    for key in dict.fromkeys((d, n_shared) for d, _, n_shared, _ in grids):
+        rows = [i for i, g in enumerate(grids) if (g[0], g[2]) == key]
+        width_r, n_shared = key
+        n_rows = np.array([grids[i][1] for i in rows])[:, None]
+        n_max = int(n_rows.max())
+        lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq = (
+            v[:n_max] for v in _replace_one_pieces(q, mu, 0.0, width_r, n_shared))
+        ar, lar = a[rows], log_a[rows]
+        inside = np.arange(n_max)[None, :] < n_rows    # each order's own prefix of the cells
+        log_du = lar + r_hi + _log_expm1_safe((ar - 1) * r_hi) + log_rp
+        lin = np.logaddexp(_log_u(r_lo, ar) + lqm, log_du + lqmax + 2 * math.log(width_r) - math.log(2))
+        # tilted bound of ∫ P^α Q^{1−α}, minus the exact αP − (α−1)Q = P + (α−1)(P − Q);
+        # only tried where t^α dominates (elsewhere the linear bound is the better one)
+        tilt = np.full(lin.shape, np.inf)
+        m = ((ar - 1) * r_hi >= 1.0) & inside
+        if m.any():
+            i, j = np.nonzero(m)
+            am = ar[i, 0]
+            dmax = mu * (am * np.exp(ls_a_hi[j]) + (am - 1) * np.exp(ls_b_lo[j]))
+            lt = (am * la_lo[j] + (1 - am) * lb_lo[j] - dmax * lo[j] + 0.5 * dmax * dmax
+                  + _log_ndtr_diff(lo[j] - dmax, hi[j] - dmax))
+            lm = np.logaddexp(lp[j], np.log(am - 1) + lpq[j])
+            ok = (lm - lt) < math.log(0.9)
+            tilt[i, j] = np.where(ok, lt + np.log1p(-np.exp(np.minimum(lm - lt, math.log(0.9)))), np.inf)
+        cell = np.minimum(np.where(np.isnan(lin), np.inf, lin), np.where(np.isnan(tilt), np.inf, tilt))
+        cell = np.where(inside, cell, -np.inf)
+        bad[rows] = np.isposinf(cell).any(axis=1)
+        part = log_sum_exp(cell, axis=1)
+        right_rows = np.full((len(alphas), 1), -np.inf)
+        right_rows[rows, 0] = part
+        right = np.concatenate([right, right_rows], axis=1)
+    parts.append(right)
     # right tail beyond X_R
+    x_right = np.array([g[3] for g in grids])[:, None]
     lkappa = l1q - (lq + mu * x_right - c)
     tail = ((1 - a) * l1q + a * np.logaddexp(0.0, lkappa) + a * lq - a * c + 0.5 * (a * mu) ** 2
             + special.log_ndtr(a * mu - x_right))
-    parts.append(np.atleast_1d(tail))
-    allv = np.concatenate(parts)
-    if np.isnan(allv).any() or np.isposinf(allv).any():
-        return math.inf
-    return log_sum_exp(allv)
+    parts.append(tail)
+    allv = np.concatenate(parts, axis=1)
+    bad |= np.isnan(allv).any(axis=1) | np.isposinf(allv).any(axis=1)
+    return np.where(bad, np.inf, log_sum_exp(allv, axis=1))
 
 
 def _log_expm1_safe(x):
