@@ -476,7 +476,9 @@ def replace_one_sampled_gaussian_rdp(orders, q, sigma) -> np.ndarray:
       from which the exact cell masses αP − (α−1)Q are subtracted (used only
       where that removes at most 90 %, limiting cancellation).
 
-    Tails: for x ≤ −X_L, u ≤ u(−X_L) (monotone) times the exact Q mass; for
+    Cells are 0.25 wide left of −8 and right of αμ + 10, where the integrand's mass is negligible
+    (P^αQ^{1−α} ∝ φ(x − αμ) there): the same rigorous cell bounds, looser only where nothing
+    rests on them.  Tails: for x ≤ −X_L, u ≤ u(−X_L) (monotone) times the exact Q mass; for
     x ≥ X_R, Q·u ≤ P^αQ^{1−α} ≤ (1−q)^{1−α}(1+κ)^α q^α e^{α(μx−μ²/2)}φ(x),
     κ = (1−q)/(q e^{μX_R−μ²/2}), integrated in closed form.  Cell masses come
     from differences of log Φ taken on the side where they do not cancel.
@@ -693,9 +695,17 @@ def _replace_one_pieces(q: float, mu: float, start: float, width: float, n: int)
     return out
 
 
-def _right_grid(a: float, q: float, mu: float, coarser: int) -> tuple[float, int, int, float]:
-    """The x ≥ 0 grid of order ``a`` (:func:`_replace_one_log_am1`): (cell width, its cells,
-    the shared prefix grid's cells, X_R)."""
+#: Cells of this width (in units of σ) carry the x ≥ 0 side beyond its fine cells, as on the left
+#: beyond −8: from X_F = α·μ + _REPLACE_FINE_PAST on, where the integrand's mass is below e^{−50}
+#: of its peak (P^αQ^{1−α} ∝ φ(x − αμ) there), a looser bound costs nothing.
+_REPLACE_COARSE = 0.25
+_REPLACE_FINE_PAST = 10.0
+
+
+def _right_grid(a: float, q: float, mu: float, coarser: int) -> tuple[float, int, int, int, int, float]:
+    """The x ≥ 0 grid of order ``a`` (:func:`_replace_one_log_am1`): (fine cell width, its fine
+    cells, the shared prefix grid's cells, the first and end index of its coarse cells on the grid
+    of width :data:`_REPLACE_COARSE` (equal: none), X_R)."""
     width_max, cells = _REPLACE_WIDTH * coarser, _REPLACE_CELLS // coarser
     lq, l1q = math.log(q), math.log1p(-q)
     c = 0.5 * mu * mu
@@ -708,10 +718,40 @@ def _right_grid(a: float, q: float, mu: float, coarser: int) -> tuple[float, int
     n_right = math.ceil(x_right / d)
     if n_right > cells:
         n_right, d = cells, x_right / cells
-        n_shared = n_right
-    else:
-        n_shared = cells  # one prefix grid for every order of this (q, μ, width)
-    return d, n_right, n_shared, n_right * d
+        return d, n_right, n_right, 0, 0, n_right * d
+    n_fine = math.ceil((a * mu + _REPLACE_FINE_PAST) / d)
+    if n_fine >= n_right:
+        return d, n_right, cells, 0, 0, n_right * d
+    # coarse cells from the last grid point of width 0.25 at or before the fine cells' end (an
+    # overlap of less than a cell, counted twice: never a gap) to the first at or after X_R
+    first = math.floor(d * n_fine / _REPLACE_COARSE)
+    end = math.ceil(x_right / _REPLACE_COARSE)
+    return d, n_fine, cells, first, end, end * _REPLACE_COARSE
+
+
+def _right_cells(pieces, width: float, ar: np.ndarray, lar: np.ndarray, inside: np.ndarray,
+                 mu: float) -> np.ndarray:
+    """The log of each x ≥ 0 cell's bound, one row per order (``ar``, ``lar``: the orders and
+    their logs as a column), −∞ outside each order's own cells (``inside``); +∞ where no bound
+    holds.  Near end = left end: u is increasing there."""
+    lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq = pieces
+    log_du = lar + r_hi + _log_expm1_safe((ar - 1) * r_hi) + log_rp
+    lin = np.logaddexp(_log_u(r_lo, ar) + lqm, log_du + lqmax + 2 * math.log(width) - math.log(2))
+    # tilted bound of ∫ P^α Q^{1−α}, minus the exact αP − (α−1)Q = P + (α−1)(P − Q);
+    # only tried where t^α dominates (elsewhere the linear bound is the better one)
+    tilt = np.full(lin.shape, np.inf)
+    m = ((ar - 1) * r_hi >= 1.0) & inside
+    if m.any():
+        i, j = np.nonzero(m)
+        am = ar[i, 0]
+        dmax = mu * (am * np.exp(ls_a_hi[j]) + (am - 1) * np.exp(ls_b_lo[j]))
+        lt = (am * la_lo[j] + (1 - am) * lb_lo[j] - dmax * lo[j] + 0.5 * dmax * dmax
+              + _log_ndtr_diff(lo[j] - dmax, hi[j] - dmax))
+        lm = np.logaddexp(lp[j], np.log(am - 1) + lpq[j])
+        ok = (lm - lt) < math.log(0.9)
+        tilt[i, j] = np.where(ok, lt + np.log1p(-np.exp(np.minimum(lm - lt, math.log(0.9)))), np.inf)
+    cell = np.minimum(np.where(np.isnan(lin), np.inf, lin), np.where(np.isnan(tilt), np.inf, tilt))
+    return np.where(inside, cell, -np.inf)
 
 
 def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1) -> np.ndarray:
@@ -745,44 +785,35 @@ def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1) -> np.nd
     tail_q = np.logaddexp(l1q + special.log_ndtr(-x_left), lq + special.log_ndtr(-x_left + mu))
     parts.append(_log_u(r_far, a) + tail_q)
 
-    # x ≥ 0: u increasing; near end = left end.  Orders sharing a cell width share the prefix grid.
+    # x ≥ 0: fine cells (orders sharing a cell width share the prefix grid), then coarse ones
     grids = [_right_grid(x, q, mu, coarser) for x in alphas]
-    right = np.full((len(alphas), 1), -np.inf)
+    right = [np.full((len(alphas), 1), -np.inf)]
     bad = np.zeros(len(alphas), dtype=bool)
-    for key in dict.fromkeys((d, n_shared) for d, _, n_shared, _ in grids):
+
+    def add(rows, cell):
+        bad[rows] |= np.isposinf(cell).any(axis=1)
+        column = np.full((len(alphas), 1), -np.inf)
+        column[rows, 0] = log_sum_exp(cell, axis=1)
+        right.append(column)
+
+    for key in dict.fromkeys((g[0], g[2]) for g in grids):
         rows = [i for i, g in enumerate(grids) if (g[0], g[2]) == key]
         width_r, n_shared = key
         n_rows = np.array([grids[i][1] for i in rows])[:, None]
         n_max = int(n_rows.max())
-        lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq = (
-            v[:n_max] for v in _replace_one_pieces(q, mu, 0.0, width_r, n_shared))
-        ar, lar = a[rows], log_a[rows]
+        pieces = [v[:n_max] for v in _replace_one_pieces(q, mu, 0.0, width_r, n_shared)]
         inside = np.arange(n_max)[None, :] < n_rows    # each order's own prefix of the cells
-        log_du = lar + r_hi + _log_expm1_safe((ar - 1) * r_hi) + log_rp
-        lin = np.logaddexp(_log_u(r_lo, ar) + lqm, log_du + lqmax + 2 * math.log(width_r) - math.log(2))
-        # tilted bound of ∫ P^α Q^{1−α}, minus the exact αP − (α−1)Q = P + (α−1)(P − Q);
-        # only tried where t^α dominates (elsewhere the linear bound is the better one)
-        tilt = np.full(lin.shape, np.inf)
-        m = ((ar - 1) * r_hi >= 1.0) & inside
-        if m.any():
-            i, j = np.nonzero(m)
-            am = ar[i, 0]
-            dmax = mu * (am * np.exp(ls_a_hi[j]) + (am - 1) * np.exp(ls_b_lo[j]))
-            lt = (am * la_lo[j] + (1 - am) * lb_lo[j] - dmax * lo[j] + 0.5 * dmax * dmax
-                  + _log_ndtr_diff(lo[j] - dmax, hi[j] - dmax))
-            lm = np.logaddexp(lp[j], np.log(am - 1) + lpq[j])
-            ok = (lm - lt) < math.log(0.9)
-            tilt[i, j] = np.where(ok, lt + np.log1p(-np.exp(np.minimum(lm - lt, math.log(0.9)))), np.inf)
-        cell = np.minimum(np.where(np.isnan(lin), np.inf, lin), np.where(np.isnan(tilt), np.inf, tilt))
-        cell = np.where(inside, cell, -np.inf)
-        bad[rows] = np.isposinf(cell).any(axis=1)
-        part = log_sum_exp(cell, axis=1)
-        right_rows = np.full((len(alphas), 1), -np.inf)
-        right_rows[rows, 0] = part
-        right = np.concatenate([right, right_rows], axis=1)
-    parts.append(right)
+        add(rows, _right_cells(pieces, width_r, a[rows], log_a[rows], inside, mu))
+    rows = [i for i, g in enumerate(grids) if g[4] > g[3]]
+    if rows:
+        first, end = (np.array([grids[i][k] for i in rows])[:, None] for k in (3, 4))
+        n_coarse = math.ceil(_REPLACE_CELLS * _REPLACE_WIDTH / _REPLACE_COARSE) * coarser + 1
+        pieces = [v[:int(end.max())] for v in _replace_one_pieces(q, mu, 0.0, _REPLACE_COARSE, n_coarse)]
+        index = np.arange(int(end.max()))[None, :]
+        add(rows, _right_cells(pieces, _REPLACE_COARSE, a[rows], log_a[rows], (index >= first) & (index < end), mu))
+    parts.append(np.concatenate(right, axis=1))
     # right tail beyond X_R
-    x_right = np.array([g[3] for g in grids])[:, None]
+    x_right = np.array([g[5] for g in grids])[:, None]
     lkappa = l1q - (lq + mu * x_right - c)
     tail = ((1 - a) * l1q + a * np.logaddexp(0.0, lkappa) + a * lq - a * c + 0.5 * (a * mu) ** 2
             + special.log_ndtr(a * mu - x_right))
