@@ -89,8 +89,9 @@ def test_epsilon_for_delta_is_dp_accounting_s(q, sigma, replace_one, steps, delt
     pld = _theirs(sigma, q, 1e-3, replace_one).self_compose(steps)
     theirs = pld.get_epsilon_for_delta(delta)
     ours = epsilon_for_delta(pld, delta)
-    # the losses are i·Δ here, a running sum of −Δ there: ~1e-11 apart after 10⁵ grid points
-    assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+    # the losses are i·Δ here, a running sum of −Δ there: ~1e-11 apart after 10⁵ grid points (at
+    # most n·ulp(loss) ~ 1e-9 where every rounding went the same way)
+    assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-8)
 
 
 def _dense(probs, lower, infinity_mass=0.0, step=0.5):
@@ -153,11 +154,12 @@ def test_a_gaussian_query_composed_into_a_run_is_dp_accounting_s():
 
 @settings(max_examples=20, deadline=None)
 @given(q=st.floats(1e-3, 1.0), sigma=st.floats(0.5, 20.0), replace_one=st.booleans(),
-       steps=st.integers(1, 3000), delta=st.sampled_from([1e-3, 1e-5, 1e-9]))
+       steps=st.integers(1, 3000), delta=st.sampled_from([1e-3, 1e-5]))
 def test_self_compose_is_dp_accounting_s(q, sigma, replace_one, steps, delta):
     """noisysgd.pld.self_compose (a real FFT, powers by squaring) gives dp_accounting's composed
-    PMF: the same support and infinity mass, every probability to 1e-15 (both are a float FFT's
-    convolution power: ~1e-17 from a long-double one where checked), and the same ε."""
+    PMF: the same support and infinity mass, every probability to 1e-11 of the largest (both are a
+    float FFT's convolution power; 3.4e-13 at most over 150 random runs), and the same ε (7e-10 at
+    most there at δ ≥ 1e-5; deeper in the tails, where the FFTs' rounding shows, see below)."""
     from noisysgd.pld import self_compose
 
     one = _theirs(sigma, q, 1e-3, replace_one)
@@ -169,15 +171,15 @@ def test_self_compose_is_dp_accounting_s(q, sigma, replace_one, steps, delta):
             continue
         assert (b._lower_loss, len(b._probs)) == (a._lower_loss, len(a._probs))
         assert b._infinity_mass == a._infinity_mass
-        np.testing.assert_allclose(b._probs, a._probs, rtol=0, atol=1e-15)
-    # at δ = 1e-9 ε is read where the probabilities are ~1e-17, the FFTs' rounding: 1.6e-8 apart at
-    # q = 1, σ = 1, T = 4 (each as close to a long-double FFT: test below), 1.1e-7 at ε = 128
-    assert ours.get_epsilon_for_delta(delta) == pytest.approx(theirs.get_epsilon_for_delta(delta), rel=1e-6, abs=1e-12)
+        np.testing.assert_allclose(b._probs, a._probs, rtol=0, atol=1e-11 * a._probs.max())
+    assert ours.get_epsilon_for_delta(delta) == pytest.approx(theirs.get_epsilon_for_delta(delta), rel=1e-7, abs=1e-12)
 
 
 def test_self_compose_rounds_as_dp_accounting_does_against_a_long_double_fft():
-    """Where the two disagree most (ε at δ = 1e-9 of four composed Gaussians), each lies within
-    2e-8 of the same convolution power computed in long double (scipy's FFT in extended precision)."""
+    """Deep in the tails (ε at δ = 1e-9) the two FFTs' rounding shows: 1.6e-8 apart on four composed
+    Gaussians, up to 3.8e-6 over 150 random runs (at q = 1/32, σ = 0.5, replace-one, T = 206: theirs
+    6.9e-7 under a long-double FFT's ε, ours 6.3e-7 over it).  Here each lies within 2e-8 of the same
+    convolution power computed in long double (scipy's FFT in extended precision)."""
     from dp_accounting.pld import common, pld_pmf, privacy_loss_distribution
     from scipy import fft
 
@@ -226,3 +228,33 @@ def test_self_convolve_bounds_are_dp_accounting_s(q, sigma, replace_one, times, 
         if hasattr(pmf, "_probs"):
             assert _self_convolve_bounds(pmf._probs, times, tail) == common.compute_self_convolve_bounds(
                 pmf._probs, times, tail)
+
+
+@settings(max_examples=30, deadline=None)
+@given(size=st.integers(1, 5000), lower=st.integers(-3000, 3000), interval=st.sampled_from([1e-4, 1e-3, 0.05]),
+       seed=st.integers(0, 2**32 - 1))
+def test_connect_dots_is_dp_accounting_s_to_the_bit(size, lower, interval, seed):
+    """noisysgd.pld._connect_dots hands dp_accounting's own connect-the-dots probabilities to its
+    DensePLDPmf as an array (no dict round trip): the very PMF, bit for bit, and its sparse PMFs
+    (≤ 1,000 points) and its errors are its own."""
+    from dp_accounting.pld import pld_pmf
+
+    from noisysgd.pld import _connect_dots
+
+    rng = np.random.default_rng(seed)
+    deltas = np.sort(rng.uniform(0, 1, size) ** rng.uniform(1, 20))[::-1]  # non-increasing, in [0, 1]
+    deltas[rng.integers(0, size)] = deltas[max(0, rng.integers(0, size) - 1)]  # ties
+    deltas = np.minimum.accumulate(deltas)
+    ours = _connect_dots(interval, lower, lower + size - 1, deltas)
+    theirs = pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(interval, lower, lower + size - 1, deltas)
+    assert type(ours) is type(theirs)
+    assert ours._infinity_mass == theirs._infinity_mass
+    if hasattr(theirs, "_probs"):
+        assert ours._lower_loss == theirs._lower_loss and np.array_equal(ours._probs, theirs._probs)
+    else:
+        assert ours._loss_probs == theirs._loss_probs
+    increasing = deltas.copy()
+    increasing[-1] = min(1.0, increasing[0] + 0.1)
+    if size > 1:
+        with pytest.raises(ValueError, match="non-increasing"):
+            _connect_dots(interval, lower, lower + size - 1, increasing)
