@@ -113,7 +113,7 @@ def _deltas(loss, kind: str, eps: np.ndarray, sigma: float, s: float, q: float) 
 
 
 def _pmf(sigma: float, s: float, q: float, interval: float, kind: str):
-    from dp_accounting.pld import pld_pmf, privacy_loss_mechanism as plm
+    from dp_accounting.pld import privacy_loss_mechanism as plm
 
     loss = plm.GaussianPrivacyLoss(sigma, sensitivity=s, pessimistic_estimate=True,
                                    log_mass_truncation_bound=_truncation(), sampling_prob=q,
