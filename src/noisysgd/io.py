@@ -561,11 +561,17 @@ def check_output_dir(path, name: str = "out", *, replace_marker: str | None = No
             raise ValueError(f"{name} must be a directory. Found a file: {str(path)!r}.")
         if any(out.iterdir()) and not (replace_marker and (out / replace_marker).is_file()):
             raise ValueError(f"{name} must be a new or empty directory (nothing is overwritten). Found {str(path)!r}, which is not empty.")
+    _check_parent(out, name, path, "inside")
+    return out
+
+
+def _check_parent(out: Path, name: str, path, where: str) -> None:
+    """``out``'s directory exists (else a ValueError: ``name`` must be ``where`` an existing
+    directory) and can be written in (:func:`probe_writable`)."""
     parent = out.absolute().parent
     if not parent.is_dir():
-        raise ValueError(f"{name} must be inside an existing directory. Found {str(path)!r}.")
+        raise ValueError(f"{name} must be {where} an existing directory. Found {str(path)!r}.")
     probe_writable(parent, name, path)
-    return out
 
 
 def create_exclusive(parent, prefix: str, suffix: str = "", directory: bool = False):
@@ -603,10 +609,7 @@ def check_output_file(path, name: str) -> Path:
     out = Path(path)
     if out.is_dir():
         raise ValueError(f"{name} must be a file path. Found a directory: {str(path)!r}.")
-    parent = out.absolute().parent
-    if not parent.is_dir():
-        raise ValueError(f"{name} must be in an existing directory. Found {str(path)!r}.")
-    probe_writable(parent, name, path)
+    _check_parent(out, name, path, "in")
     return out
 
 
