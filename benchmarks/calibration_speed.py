@@ -77,11 +77,11 @@ def _pld_calibration_vs_dp_accounting(epochs: int = 10, repeat: int = 3) -> dict
     import noisysgd
     from noisysgd.analyses import composition as comp
 
-    from noisysgd import rdp
+    from noisysgd import quadrature
 
     def cold():
-        rdp._replace_one_cached.cache_clear()
-        rdp._replace_one_pieces.cache_clear()
+        quadrature.replace_one_orders.cache_clear()
+        quadrature._replace_one_pieces.cache_clear()
         comp._pld_epsilon.cache_clear()
         comp._one_step_pld.cache_clear()
         comp._self_composed.cache_clear()

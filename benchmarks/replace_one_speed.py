@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from noisysgd import Run, calibrate
-from noisysgd import rdp as R
+from noisysgd import quadrature as Q, rdp as R
 
 OUT = Path(__file__).resolve().parent / "results" / "replace_one_speed.json"
 CASES = [(0.25, 7.0), (0.01, 2.0), (0.3, 0.6), (0.005, 0.8), (0.04, 16.3), (0.001, 1.0)]
@@ -37,13 +37,13 @@ def main() -> int:
     rows = []
     print(f"{'q':>6}{'z':>6}{'every order s':>15}{'chord s':>9}{'ratio':>7}{'max curve ratio':>17}{'max eps rel':>13}")
     for q, z in CASES:
-        R._replace_one_cached.cache_clear()
-        R._replace_one_pieces.cache_clear()
+        Q.replace_one_orders.cache_clear()
+        Q._replace_one_pieces.cache_clear()
         t = time.perf_counter()
-        every = np.array(R._replace_one_cached(tuple(A.tolist()), q, z))
+        every = np.array(Q.replace_one_orders(tuple(A.tolist()), q, z))
         t_every = time.perf_counter() - t
-        R._replace_one_cached.cache_clear()
-        R._replace_one_pieces.cache_clear()
+        Q.replace_one_orders.cache_clear()
+        Q._replace_one_pieces.cache_clear()
         t = time.perf_counter()
         chord = R._replace_one_on_grid(A, q, z)
         t_chord = time.perf_counter() - t
@@ -58,11 +58,11 @@ def main() -> int:
               adjacency="replace")
     timings = {}
     for mode in ("every order", "chord"):
-        R._replace_one_cached.cache_clear()
-        R._replace_one_pieces.cache_clear()
+        Q.replace_one_orders.cache_clear()
+        Q._replace_one_pieces.cache_clear()
         saved = R._replace_one_on_grid
         if mode == "every order":
-            R._replace_one_on_grid = lambda a, q, s: np.array(R._replace_one_cached(tuple(a.tolist()), q, s))
+            R._replace_one_on_grid = lambda a, q, s: np.array(Q.replace_one_orders(tuple(a.tolist()), q, s))
         try:
             t = time.perf_counter()
             c = calibrate(run, epsilon=2.0, delta=1e-5, analyses=["composition"])

@@ -12,7 +12,7 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "src" / "noisysgd"
 
 #: ARCHITECTURE.md's layers, bottom to top: a room imports only from lower layers.
 LAYERS = [
-    {"run", "text", "progress", "io", "rowmaps", "__version__"},
+    {"run", "text", "progress", "io", "rowmaps", "quadrature", "__version__"},
     {"rdp", "gdp", "pld", "limits", "noise_search"},
     {"analyses"},
     {"accountant", "planning"},

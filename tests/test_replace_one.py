@@ -68,10 +68,10 @@ def test_rdp_is_a_tight_upper_bound_of_the_mpmath_value(q, z):
 @pytest.mark.parametrize("coarser", [2, 4, 8])
 def test_screen_quadrature_is_still_an_upper_bound_and_looser_by_its_cells_only(coarser):
     """The configuration search's screen integrates on cells ``coarser`` times wider
-    (rdp.screen_quadrature): each cell's bound stays an upper bound, so the result is above the
+    (quadrature.screen_quadrature): each cell's bound stays an upper bound, so the result is above the
     mpmath value, and looser than the certificate's quadrature by about coarser²·1e-4 (measured
     up to 0.6·that at α = 1.01, where the linear bound is used)."""
-    from noisysgd.rdp import screen_quadrature
+    from noisysgd.quadrature import screen_quadrature
 
     q, z = GRID[0]
     fine = replace_one_sampled_gaussian_rdp(ORDERS, q, z)
@@ -199,9 +199,10 @@ def test_chord_between_computed_orders_bounds_every_order(q, z):
     """On the default grid only every 4th order is integrated; the others come from the chord of
     the convex log A_α.  They must never fall below the quadrature bound at that order (which is
     itself ≥ the true value, checked against mpmath above), and stay close to it."""
-    from noisysgd.rdp import DEFAULT_ORDERS, _replace_one_cached, _replace_one_on_grid
+    from noisysgd.quadrature import replace_one_orders
+    from noisysgd.rdp import DEFAULT_ORDERS, _replace_one_on_grid
 
-    every = np.array(_replace_one_cached(tuple(DEFAULT_ORDERS.tolist()), q, z))
+    every = np.array(replace_one_orders(tuple(DEFAULT_ORDERS.tolist()), q, z))
     chord = _replace_one_on_grid(DEFAULT_ORDERS, q, z)
     assert np.all(chord >= every * (1 - 1e-12))
     finite = np.isfinite(every) & (every > 1e-12)
@@ -214,7 +215,7 @@ def test_chord_between_computed_orders_bounds_every_order(q, z):
 def test_orders_integrated_together_are_integrated_as_alone(q, z, coarser, picks):
     """The quadrature runs several orders at once (a row of cells per order, orders grouped by
     their cell width, each cut to its own cells): every order's bound is the one it gets alone."""
-    from noisysgd.rdp import _replace_one_log_am1
+    from noisysgd.quadrature import _replace_one_log_am1
 
     alphas = [float(DEFAULT_ORDERS[i]) for i in picks]
     with np.errstate(all="ignore"):
@@ -228,8 +229,8 @@ def test_coarse_cells_past_the_bulk_change_nothing_but_the_cost(q, z, monkeypatc
     """Past x = αμ + 10 (in units of σ) the x ≥ 0 cells are 0.25 wide, as on the left past −8: the
     bound there is as rigorous and the integrand's mass below e^{−50} of its peak, so every order's
     bound is the all-fine one's (to float rounding), on fewer cells."""
-    from noisysgd import rdp as module
-    from noisysgd.rdp import _replace_one_log_am1, _right_grid
+    from noisysgd import quadrature as module
+    from noisysgd.quadrature import _replace_one_log_am1, _right_grid
 
     alphas = [float(a) for a in DEFAULT_ORDERS[::7]]
     with np.errstate(all="ignore"):

@@ -127,7 +127,7 @@ from .accountant import calibrate, epsilon as epsilon_report
 from .analyses import ANALYSES
 from .params import is_auto
 from .run import Run
-from .rdp import screen_quadrature
+from .quadrature import screen_quadrature
 
 __all__ = ["AutoConfig", "auto_config", "configure", "composition_searched", "fixed_parameters",
            "CompositionFallbackWarning", "MODEL_NORM", "SEARCH_ANALYSES",
@@ -689,7 +689,7 @@ def _composition_z(n, b, epochs, adjacency, L, eps, delta, analyses, rel_tol):
     minimum ε is at least the full minimum); where the best order of every noise the bisection tries
     lies in that window, it is the full grid's answer (tests/test_config.py), for about a third of
     the quadrature (the replace-one orders cost ~0.7 ms each), on cells 4× wider
-    (:func:`~noisysgd.rdp.screen_quadrature`: still an upper bound, ~0.2 % looser, at half the cost)."""
+    (:func:`~noisysgd.quadrature.screen_quadrature`: still an upper bound, ~0.2 % looser, at half the cost)."""
     run = Run.from_epochs(epochs=epochs, n=n, batch_size=b, batching="poisson", learning_rate=1.0,
                           noise_multiplier=1.0, lipschitz=L, adjacency=adjacency)
     with warnings.catch_warnings(), screen_quadrature():

@@ -109,7 +109,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from .rdp import log_sum_exp
+from .quadrature import log_sum_exp
 from .run import Run
 
 __all__ = ["limit_delta", "limit_epsilon", "limit_epsilons", "limit_noise_multiplier", "limit_bracket", "shift_law"]
