@@ -438,13 +438,13 @@ def _start(run: Run, epsilon: float, delta: float, mu_query: float = 0.0, *,
     (steps of 2).  Only where the search starts: the answer is decided by evaluated bounds,
     whatever the start."""
     from .analyses.composition import clt_noise_multiplier
-    from .gdp import gdp_mu
+    from .gdp import gdp_mu_estimate
 
     fallback = (1.0 if run.noise_multiplier is None else max(run.noise_multiplier, 1e-3)), 2.0
     if (not (clt or rdp) or not (0.0 < epsilon < math.inf) or run.steps is None
             or not _pld_is_expensive(run)):
         return fallback
-    mu2 = gdp_mu(epsilon, delta) ** 2 - mu_query ** 2    # μ² of the run when the query takes μ_q²
+    mu2 = gdp_mu_estimate(epsilon, delta) ** 2 - mu_query ** 2    # μ² of the run when the query takes μ_q²
     z = clt_noise_multiplier(run, math.sqrt(mu2)) if mu2 > 0.0 else None
     return fallback if z is None else ((1.06 if clt else RDP_START.get(run.adjacency, 1.22)) * z, 1.08)
 

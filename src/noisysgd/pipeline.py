@@ -397,11 +397,11 @@ def _search_epsilon(p: dict, spent: list) -> float | None:
     composition's share, as the search was designed with them.  None: no such query."""
     if not spent or p["epsilon"] is None:
         return None
-    from .gdp import gdp_epsilon, gdp_mu
+    from .gdp import gdp_epsilon, gdp_mu_estimate
 
     eps = p["epsilon"] + sum(e.epsilon for e in spent)
     delta = p["delta"] + sum(e.delta for e in spent)
-    mu = gdp_mu(eps, delta)
+    mu = gdp_mu_estimate(eps, delta)  # what the search aims at, not a mechanism's noise
     left = math.sqrt(max(mu * mu - sum(e.mu ** 2 for e in spent), 0.0))
     return min(max(gdp_epsilon(left, p["delta"]), p["epsilon"]), eps) if left > 0 else p["epsilon"]
 
