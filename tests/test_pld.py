@@ -116,6 +116,20 @@ def test_epsilon_for_delta_on_hand_made_pmfs(probs, lower, inf_mass, delta):
     assert epsilon_for_delta(pld, delta) == pytest.approx(pld.get_epsilon_for_delta(delta), rel=1e-12, abs=1e-15)
 
 
+@pytest.mark.parametrize("empty_top", [0, 1, 100])
+def test_epsilon_for_delta_exits_as_dp_accounting_does_where_the_top_losses_are_empty(empty_top):
+    """δ equal to the infinity mass, the largest losses carrying no mass: dp_accounting's walk answers
+    the largest loss of the grid (above the PMF's exact ε, the largest loss with mass); so does ours."""
+    p = np.full(2000, 1.0)
+    p[2000 - empty_top:] = 0.0
+    p *= 0.95 / p.sum()
+    pld = _dense(p, -1000, 0.05, 1e-3)
+    from noisysgd.pld import epsilon_for_delta
+
+    for delta in (0.05, 0.05 + 1e-12, 0.0500001):
+        assert epsilon_for_delta(pld, delta) == pytest.approx(pld.get_epsilon_for_delta(delta), rel=1e-12, abs=1e-15)
+
+
 def test_epsilon_for_delta_takes_the_larger_side_and_defers_where_it_must():
     """An asymmetric PLD (add/remove, sampled): the larger of its two PMFs' answers; a sparse PMF
     and losses past exp's underflow are left to dp_accounting's own walk."""

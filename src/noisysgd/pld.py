@@ -183,7 +183,10 @@ def _pmf_epsilon(pmf, delta: float) -> float:
     in decreasing order, with U_k = (infinity mass) + Σ_{i<k} p_i and W_k = Σ_{i<k} e^{−ℓ_i} p_i
     (the same sequential sums: a cumulative sum adds in the same order), the answer is
     read at the first k where U_k > δ, W_k > 0 and log((U_k − δ)/W_k) ≥ ℓ_k, else after the last
-    loss: 0 if U ≤ W + δ there, and log((U − δ)/W) otherwise."""
+    loss: 0 if U ≤ W + δ there, and log((U − δ)/W) otherwise.  Its one other exit is kept too:
+    where, after adding ℓ_k, U_{k+1} ≥ δ while W_{k+1} = 0 (every loss so far carried no mass, or
+    its e^{−ℓ} underflowed), it answers max(0, ℓ_k) — above the PMF's exact ε where those top
+    losses are empty (δ = the infinity mass), so never below dp_accounting's answer."""
     inf_mass = float(pmf._infinity_mass)
     if inf_mass > delta:
         return math.inf
@@ -198,8 +201,12 @@ def _pmf_epsilon(pmf, delta: float) -> float:
         w = np.cumsum(np.concatenate(([lower_mass], np.exp(-losses) * p)))
         with np.errstate(divide="ignore", invalid="ignore"):
             stop = (u[:-1] > delta) & (w[:-1] > 0) & (np.log((u[:-1] - delta) / w[:-1]) >= losses)
-        if stop.any():
-            k = int(np.argmax(stop))
+        empty = (u[1:] >= delta) & (w[1:] == 0)   # the exit after adding ℓ_k
+        k = int(np.argmax(stop)) if stop.any() else len(p)
+        j = int(np.argmax(empty)) if empty.any() else len(p)
+        if j < k:  # (at one k the break is tested first)
+            return max(0.0, float(losses[j]))
+        if k < len(p):
             upper, lower_mass = float(u[k]), float(w[k])
             break
         upper, lower_mass = float(u[-1]), float(w[-1])
