@@ -272,3 +272,22 @@ def test_connect_dots_is_dp_accounting_s_to_the_bit(size, lower, interval, seed)
     if size > 1:
         with pytest.raises(ValueError, match="non-increasing"):
             _connect_dots(interval, lower, lower + size - 1, increasing)
+
+
+def test_pad_infinity_moves_mass_to_infinity_and_nothing_else():
+    """pad_infinity adds the mass at +∞ in each PMF (dense and sparse, symmetric or not), the
+    probabilities untouched: δ(ε) rises by exactly that mass at every ε, and ε(δ) never falls."""
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution
+
+    from noisysgd.pld import pad_infinity
+
+    dense = _theirs(2.0, 0.3, 1e-3, False).self_compose(20)
+    sparse = privacy_loss_distribution.PrivacyLossDistribution(pld_pmf.SparsePLDPmf({-2: 0.5, 3: 0.4999}, 0.5, 1e-4, True))
+    for pld in (dense, sparse):
+        padded = pad_infinity(pld, 1e-6)
+        for eps in (0.0, 0.5, 2.0):
+            assert padded.get_delta_for_epsilon(eps) == pytest.approx(pld.get_delta_for_epsilon(eps) + 1e-6, rel=1e-12)
+        for delta in (1e-3, 1e-5):
+            assert padded.get_epsilon_for_delta(delta) >= pld.get_epsilon_for_delta(delta)
+    with pytest.raises(ValueError, match="mass"):
+        pad_infinity(dense, -1.0)
