@@ -323,14 +323,6 @@ def _gdp_mu(e: float, d: float) -> float:
             return lo
     log_target = math.log(d)
 
-    def h(m: float) -> float:  # decreasing in μ: positive while δ(μ; e) is below the target
-        return math.inf if m <= 0.0 else log_target - _log_delta(m, e)[0]
-
-    if lo == 0.0:  # a finite lower end, so that false position applies from the start
-        lo = 0.5 * hi
-        while lo > 1e-300 and h(lo) <= 0.0:
-            lo, hi = 0.5 * lo, lo
-
     def padded(m: float) -> bool:  # δ(m; e) with its error bound meets d (cheap; then the contract)
         log_d, err = _log_delta(m, e)
         return log_d + math.log1p(err) <= log_target
@@ -338,7 +330,7 @@ def _gdp_mu(e: float, d: float) -> float:
     def meets(m: float) -> bool:  # the contract: gdp_epsilon, with its error padding, meets e
         return m > 0.0 and padded(m) and gdp_epsilon(m, d) <= e
 
-    mu, bad = bisect_decreasing(h, lo, hi), None
+    mu, bad = _mu_root(e, d, lo, hi), None
     step = max(mu * 2 * _EPS, 5e-324)
     while not meets(mu):  # down in growing steps until the contract holds (the end lo included)
         bad, mu, step = mu, mu - step, 2.0 * step
@@ -369,22 +361,28 @@ def gdp_mu_estimate(epsilon, delta) -> float:
     e, d = _check_epsilon(epsilon), validate_delta(delta)
     if not (0.0 < e < math.inf) or d >= 1.0:
         return gdp_mu(e, d)
+    return _mu_root(e, d, 0.0, 1.0)
+
+
+def _mu_root(e: float, d: float, lo: float, hi: float) -> float:
+    """The root of log δ(μ; e) = log d (δ increasing in μ at fixed e) from the bracket [lo, hi]:
+    ``hi`` doubled while δ is still below d there (up to 10⁶, where ``lo`` is returned), ``lo``
+    = 0 replaced by a finite end (halving), then Illinois false position to adjacent floats
+    (:func:`bisect_decreasing`: the end where δ ≥ d).  Shared by :func:`gdp_mu` (which then
+    verifies it) and :func:`gdp_mu_estimate` (which does not)."""
     log_target = math.log(d)
 
     def h(m: float) -> float:  # decreasing in μ: positive while δ(μ; e) is below the target
         return math.inf if m <= 0.0 else log_target - _log_delta(m, e)[0]
 
-    lo, hi = 0.0, 1.0
     while h(hi) > 0.0:
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:
             return lo
-    if lo == 0.0:
+    if lo == 0.0:  # a finite lower end, so that false position applies from the start
         lo = 0.5 * hi
         while lo > 1e-300 and h(lo) <= 0.0:
             lo, hi = 0.5 * lo, lo
-        if not lo > 1e-300:
-            return gdp_mu(e, d)
     return bisect_decreasing(h, lo, hi)
 
 
