@@ -219,6 +219,8 @@ def test_self_compose_rounds_as_dp_accounting_does_against_a_long_double_fft():
 
 
 def test_self_compose_checks_its_count_and_defers_on_sparse_pmfs():
+    """A sparse PMF whose power stays under dp_accounting's sparse size (2 losses, 3 times: 8 ≤
+    1000) is left to dp_accounting's pairwise composition, and ``times`` = 1 to its own method."""
     from dp_accounting.pld import pld_pmf, privacy_loss_distribution
 
     from noisysgd.pld import self_compose
@@ -227,8 +229,35 @@ def test_self_compose_checks_its_count_and_defers_on_sparse_pmfs():
         self_compose(_theirs(2.0, 0.1, 1e-3, False), 0)
     sparse = privacy_loss_distribution.PrivacyLossDistribution(
         pld_pmf.SparsePLDPmf({-2: 0.5, 3: 0.4999}, 0.5, 1e-4, True))
-    theirs, ours = sparse.self_compose(3), self_compose(sparse, 3)
-    assert ours.get_epsilon_for_delta(1e-3) == theirs.get_epsilon_for_delta(1e-3)
+    for times in (1, 3):
+        theirs, ours = sparse.self_compose(times), self_compose(sparse, times)
+        assert type(ours._pmf_remove) is type(theirs._pmf_remove)
+        assert ours.get_epsilon_for_delta(1e-3) == theirs.get_epsilon_for_delta(1e-3)
+
+
+@pytest.mark.parametrize("replace_one", [False, True])
+@pytest.mark.parametrize("times", [11, 700])
+def test_a_sparse_pmf_is_made_dense_where_dp_accounting_makes_it_dense(replace_one, times):
+    """A coarse one-step PLD is sparse (≤ 1,000 losses); dp_accounting converts it to dense before
+    its power and so does self_compose (then its own FFT): the same support (to a bound one apart),
+    infinity mass and probabilities to 1e-11 of the largest."""
+    from dp_accounting.pld import pld_pmf
+
+    from noisysgd.pld import self_compose
+
+    one = _theirs(1.5, 0.05, 0.05, replace_one)
+    assert isinstance(one._pmf_remove, pld_pmf.SparsePLDPmf)
+    theirs, ours = one.self_compose(times), self_compose(one, times)
+    for side in ("_pmf_remove",) if one._symmetric else ("_pmf_remove", "_pmf_add"):
+        a, b = getattr(theirs, side), getattr(ours, side)
+        assert isinstance(a, pld_pmf.DensePLDPmf) and isinstance(b, pld_pmf.DensePLDPmf)
+        # the Chernoff bounds may fall one apart (two sums rounding differently: see the bounds test)
+        assert abs(b._lower_loss - a._lower_loss) <= 1 and abs(len(b._probs) - len(a._probs)) <= 2
+        assert b._infinity_mass == a._infinity_mass
+        first, last = max(a._lower_loss, b._lower_loss), min(a._lower_loss + len(a._probs), b._lower_loss + len(b._probs))
+        np.testing.assert_allclose(b._probs[first - b._lower_loss:last - b._lower_loss],
+                                   a._probs[first - a._lower_loss:last - a._lower_loss],
+                                   rtol=0, atol=1e-11 * a._probs.max())
 
 
 @settings(max_examples=40, deadline=None)

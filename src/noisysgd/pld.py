@@ -300,6 +300,20 @@ def _self_compose_pmf(pmf, times: int, tail_mass_truncation: float):
                                pmf._pessimistic_estimate)
 
 
+def _dense_for(pmf, times: int):
+    """``pmf`` as dp_accounting's ``SparsePLDPmf.self_compose`` composes it: a sparse PMF whose
+    ``times``-fold result could hold more than ``_MAX_PMF_SPARSE_SIZE`` losses (``size**times``,
+    its rough bound) is converted to dense (``to_dense_pmf``) first; a smaller one is left sparse
+    (dp_accounting then composes it pairwise)."""
+    from dp_accounting.pld import pld_pmf
+
+    # size**min(times, 11) exceeds the bound exactly where size**times does (2**10 > 1000)
+    if isinstance(pmf, pld_pmf.SparsePLDPmf) and times > 1 and \
+            pmf.size ** min(times, 11) > pld_pmf._MAX_PMF_SPARSE_SIZE:
+        return pmf.to_dense_pmf()
+    return pmf
+
+
 def self_compose(pld, times: int, tail_mass_truncation: float = 1e-15):
     """``pld.self_compose(times, tail_mass_truncation)`` for a dp_accounting
     ``PrivacyLossDistribution`` whose PMFs are dense (else its own method): each PMF's
@@ -312,8 +326,8 @@ def self_compose(pld, times: int, tail_mass_truncation: float = 1e-15):
     times = int(times)
     if times < 1:
         raise ValueError(f"times must be at least 1. Found {times!r}.")
-    pmfs = [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])
-    if not all(isinstance(pmf, pld_pmf.DensePLDPmf) for pmf in pmfs):
+    pmfs = [_dense_for(pmf, times) for pmf in [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])]
+    if times == 1 or not all(isinstance(pmf, pld_pmf.DensePLDPmf) for pmf in pmfs):
         return pld.self_compose(times, tail_mass_truncation)
     return privacy_loss_distribution.PrivacyLossDistribution(
         *[_self_compose_pmf(pmf, times, tail_mass_truncation) for pmf in pmfs])
