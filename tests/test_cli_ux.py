@@ -216,3 +216,32 @@ def test_one_module_per_subcommand_and_the_listing_agrees():
         assert (root / f"{name}.py").exists() and module.HELP == line, name
         assert callable(module.add_arguments) and module.DESCRIPTION and module.EXAMPLES
     assert not list(Path(cli.__file__).parents[1].glob("*_cli.py"))
+
+
+@pytest.mark.parametrize("columns", [None, "", "0", "-3", "abc", "40", "123"])
+def test_help_width_is_shutils_without_importing_it(monkeypatch, columns):
+    """The CLI's help formatter takes the width shutil.get_terminal_size() gives (argparse's own
+    formatter imports shutil for it, ~3 ms of `noisysgd predict`'s start): the same columns under
+    every COLUMNS setting, and the same help text as argparse's own formatter."""
+    import argparse
+    import shutil
+
+    from noisysgd.cli.common import Parser, RawFormatter, terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.delenv("LINES", raising=False)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+    words = " ".join(f"word{i}" for i in range(60))
+    for ours, theirs in ((Parser, argparse.HelpFormatter), (RawFormatter, argparse.RawDescriptionHelpFormatter)):
+        texts = []
+        for kind in (ours, theirs):
+            if kind is Parser:
+                parser = Parser(prog="noisysgd x", description=words)
+            else:
+                parser = argparse.ArgumentParser(prog="noisysgd x", description=words, formatter_class=kind)
+            parser.add_argument("--flag", help=words)
+            texts.append(parser.format_help())
+        assert texts[0] == texts[1]

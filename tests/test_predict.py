@@ -484,6 +484,16 @@ def _modules_after_cli(argv: list[str]) -> tuple[int, list[str]]:
     return done.returncode, json.loads(line[-1][len("MODULES "):])
 
 
+def _modules_of(code: str) -> list[str]:
+    """sorted(sys.modules) after ``code``, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def _forbidden(modules: list[str], names=NOT_FOR_PREDICT) -> list[str]:
     return [m for m in modules if any(m == f or m.startswith(f + ".") for f in names)]
 
@@ -497,10 +507,17 @@ def test_predict_loads_no_accountant_trainer_or_scipy(trained, iris_files, tmp_p
     assert status == 0 and (tmp_path / "p.csv").exists()
     assert "noisysgd.model" in modules and "numpy" in modules  # the probe saw the command run
     assert not _forbidden(modules, NOT_FOR_PREDICT + ("scipy",)), _forbidden(modules, NOT_FOR_PREDICT + ("scipy",))
-    # nor what writing atomically once took (tempfile and random, ~1.5 ms of its start; argparse
-    # itself imports shutil), nor the other commands' modules (their parsers are not built)
+    # nor what writing atomically once took (tempfile and random, ~1.5 ms of its start), nor pathlib
+    # (with urllib.parse and ipaddress) or shutil (which argparse's formatter imports for the terminal's
+    # width; with bz2 and lzma: ~5 ms together), where this interpreter's argparse, csv, json, dataclasses
+    # and numpy do not bring them anyway, nor the other commands' modules (their parsers are not built)
     extra = ("tempfile", "random", "noisysgd.cli.train", "noisysgd.cli.epsilon", "noisysgd.cli.plan")
     assert not _forbidden(modules, extra), _forbidden(modules, extra)
+    stdlib = _modules_of("import argparse, csv, json, dataclasses, numpy\n"
+                         "argparse.ArgumentParser(formatter_class=lambda prog: argparse.HelpFormatter(prog, width=78))"
+                         ".add_argument('-x')")
+    avoidable = [m for m in ("pathlib", "shutil") if m not in stdlib]
+    assert not _forbidden(modules, avoidable), _forbidden(modules, avoidable)
     # scoring against a label column, with class probabilities (scipy.special's expit and softmax)
     status, modules = _modules_after_cli(["predict", str(trained), str(d / "train.csv"), "--target", "label",
                                           "--proba", "--json", "--out", str(tmp_path / "q.csv")])

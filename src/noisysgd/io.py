@@ -21,7 +21,6 @@ import math
 import operator
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -62,20 +61,20 @@ def load_table(path, *, target: str | None, features=None, categorical=None) -> 
     ``X`` (n × d) and one named ``target`` (n), or a structured table.
     Parquet needs pyarrow (``pip install 'noisysgd[parquet]'``), read a row group at a time.
     """
-    p = Path(path)
-    if not p.exists():
+    p = os.fspath(path)  # a string path (os.path: pathlib is not imported into ``noisysgd predict``)
+    if not os.path.exists(p):
         raise ValueError(f"data must be an existing file. Found {str(path)!r}: no such file.")
-    if p.is_dir():
+    if os.path.isdir(p):
         raise ValueError(f"data must be a file. Found a directory: {str(path)!r}.")
     if target is not None and (not isinstance(target, str) or not target):
         raise ValueError(f"target must name a column. Found {target!r}.")
-    suffix = p.suffix.lower()
+    suffix = _suffix(p)
     if features is not None:
         features = [str(f) for f in features]
     categorical = _check_categorical(categorical, target)
     if suffix == ".npz" and categorical:
         raise ValueError("categorical columns apply to CSV and Parquet data; NPZ holds numbers only. "
-                         f"Found {', '.join(map(repr, categorical))} declared for {p.name}.")
+                         f"Found {', '.join(map(repr, categorical))} declared for {_name(p)}.")
     if suffix == ".csv":
         fast = _load_plain_csv(p, features) if target is None and not categorical else None
         if fast is not None:
@@ -87,6 +86,18 @@ def load_table(path, *, target: str | None, features=None, categorical=None) -> 
     if suffix in (".parquet", ".pq"):
         return _encoded(_load_parquet(p, target, features, categorical), categorical)
     raise ValueError(f"data must be a .csv, .npz or .parquet file. Found {str(path)!r}.")
+
+
+def _name(path) -> str:
+    """The file name of ``path`` (``Path(path).name``)."""
+    return os.path.basename(os.fspath(path).rstrip("/" + os.sep)) or os.fspath(path)
+
+
+def _suffix(path) -> str:
+    """The lower-cased suffix of ``path``'s file name (``Path(path).suffix.lower()``)."""
+    name = _name(path)
+    i = name.rfind(".")
+    return name[i:].lower() if 0 < i < len(name) - 1 else ""
 
 
 @contextlib.contextmanager
@@ -221,7 +232,7 @@ def _encoded(table: Table, categorical: dict) -> Table:
         return table
     missing = [c for c in categorical if c not in table.feature_names]
     if missing:
-        raise ValueError(f"categorical must name feature columns of {Path(table.path).name}. Found "
+        raise ValueError(f"categorical must name feature columns of {_name(table.path)}. Found "
                          f"{', '.join(map(repr, missing))}, which it does not have.")
     used = {c: categorical[c] for c in table.feature_names if c in categorical}
     return Table(one_hot(table.X, table.feature_names, used), table.y, one_hot_names(table.feature_names, used),
@@ -236,11 +247,11 @@ def _number(text: str) -> float | None:
     return value
 
 
-def _missing(features, columns, p: Path):
+def _missing(features, columns, p: str):
     missing = [f for f in features if f not in columns]
     if missing:
         shown = ", ".join(repr(m) for m in missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise ValueError(f"data must have the feature columns {shown}. Found {p.name} without them.")
+        raise ValueError(f"data must have the feature columns {shown}. Found {_name(p)} without them.")
 
 
 #: the bytes of a plain CSV file (:func:`_load_plain_csv`): printable ASCII but the quote, the tab,
@@ -248,7 +259,7 @@ def _missing(features, columns, p: Path):
 _PLAIN_BYTES = bytes(range(0x20, 0x7F)).replace(b'"', b"") + b"\t\n\r"
 
 
-def _load_plain_csv(p: Path, features) -> Table | None:
+def _load_plain_csv(p: str, features) -> Table | None:
     """:func:`_load_csv` of a file read without a target (``noisysgd predict``), its numbers parsed
     in C by ``np.loadtxt`` (twice as fast) — or None where the file is not plain, and
     :func:`_load_csv` reads it, with its errors.  Plain: bytes of :data:`_PLAIN_BYTES` only, every
@@ -266,11 +277,12 @@ def _load_plain_csv(p: Path, features) -> Table | None:
     if not data.isascii() or data.translate(None, _PLAIN_BYTES):
         return None
     breaks = "\n"
-    if b"\r" in data:  # the csv module's line breaks (and Excel's)
-        if not data.count(b"\r") == data.count(b"\r\n") == data.count(b"\n"):
-            return None
+    returns = data.count(b"\r")
+    if returns:  # the csv module's line breaks (and Excel's): every \r in a \r\n, every \n after a \r
         breaks = "\r\n"
     lines = data.decode("ascii").split(breaks)
+    if returns and not len(lines) - 1 == returns == data.count(b"\n"):  # (split counted the \r\n)
+        return None
     if max(map(len, lines)) >= csv.field_size_limit():  # a cell the csv module might refuse
         return None
     lines = [line for line in lines if line.strip(" ,\t")]  # the rows with a cell not blank
@@ -290,7 +302,7 @@ def _load_plain_csv(p: Path, features) -> Table | None:
     return Table(np.ascontiguousarray(X), None, names, "", str(p))
 
 
-def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
+def _load_csv(p: str, target: str, features=None, categorical=None) -> Table:
     categorical = categorical or {}
     try:
         with open(p, newline="", encoding="utf-8") as handle:
@@ -305,11 +317,11 @@ def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
     header = [h.strip() for h in rows[0]]
     if target is not None and target not in header:
         raise ValueError(
-            f"target must be a column of {p.name}. Found {target!r}; the columns are "
+            f"target must be a column of {_name(p)}. Found {target!r}; the columns are "
             + ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else ".")
         )
     if len(set(header)) != len(header):
-        raise ValueError(f"data must have distinct column names. Found duplicates in {p.name}'s header.")
+        raise ValueError(f"data must have distinct column names. Found duplicates in {_name(p)}'s header.")
     body = rows[1:]
     if not body:
         raise ValueError(f"data must hold at least one example. Found only a header in {str(p)!r}.")
@@ -323,11 +335,11 @@ def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
     for r, row in enumerate(body, start=2):
         if len(row) != len(header):
             raise ValueError(
-                f"data must have {len(header)} cells in every row. Found {len(row)} in row {r} of {p.name}."
+                f"data must have {len(header)} cells in every row. Found {len(row)} in row {r} of {_name(p)}."
             )
     missing = [c for c in categorical if c not in names]
     if missing:
-        raise ValueError(f"categorical must name feature columns of {p.name}. Found "
+        raise ValueError(f"categorical must name feature columns of {_name(p)}. Found "
                          f"{', '.join(map(repr, missing))}, which it does not have.")
     cols = [header.index(h) for h in names if h not in categorical]
     try:  # numpy parses the cells in one pass; a bad cell is then found and named below
@@ -344,7 +356,7 @@ def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
                     kind = "not a number" if value is None else "not finite"
                     declare = (f"--categorical '{header[i]}=a,b,...', or categorical= in load_table"
                                if value is None and shown != "(empty)" else None)
-                    raise text_cell_error(shown, kind, f"row {r}, column {header[i]!r} of {p.name}", declare)
+                    raise text_cell_error(shown, kind, f"row {r}, column {header[i]!r} of {_name(p)}", declare)
     if categorical:  # numbers and category codes, in the columns' order (one-hot encoded by _encoded)
         full = np.empty((len(body), len(names)))
         numeric = [k for k, h in enumerate(names) if h not in categorical]
@@ -353,7 +365,7 @@ def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
             if h in categorical:
                 i = header.index(h)
                 full[:, k] = category_codes([row[i] for row in body], h, categorical[h],
-                                            lambda r: f"row {r + 2} of {p.name}")
+                                            lambda r: f"row {r + 2} of {_name(p)}")
         X = full
     if target is None:
         return Table(X, None, names, "", str(p))
@@ -363,13 +375,13 @@ def _load_csv(p: Path, target: str, features=None, categorical=None) -> Table:
         y = np.array(numeric, dtype=float)
         if not np.all(np.isfinite(y)):
             r = int(np.flatnonzero(~np.isfinite(y))[0]) + 2
-            raise ValueError(f"target must be finite. Found {labels[r - 2]!r} in row {r} of {p.name}.")
+            raise ValueError(f"target must be finite. Found {labels[r - 2]!r} in row {r} of {_name(p)}.")
     else:
         if any(v == "" for v in labels):
             r = labels.index("") + 2
-            raise ValueError(f"target must not be empty. Found an empty cell in row {r} of {p.name}.")
+            raise ValueError(f"target must not be empty. Found an empty cell in row {r} of {_name(p)}.")
         y = np.array(labels, dtype=object)
-    return Table(X, y, names, target, str(p))
+    return Table(X, y, names, target, p)
 
 
 def npz_memmap(path, member: str = "X"):
@@ -408,7 +420,7 @@ def npz_memmap(path, member: str = "X"):
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
 
 
-def _load_npz(p: Path, target: str) -> Table:
+def _load_npz(p: str, target: str) -> Table:
     """NPZ: ``X`` memory-mapped when it is stored uncompressed (float32/64), so a file larger
     than memory is read a batch at a time by the data-parallel engine; the target in memory."""
     try:
@@ -417,7 +429,7 @@ def _load_npz(p: Path, target: str) -> Table:
         if exc.errno in (errno.ENOMEM, errno.EFBIG, errno.EOVERFLOW, errno.ENFILE, errno.EMFILE):
             # the file is fine but this process may not map it (an address-space limit, too many
             # open files): never fall back silently to reading all of X into memory
-            raise OSError(f"data: X of {p.name} could not be memory-mapped ({exc.strerror}): raise the process's "
+            raise OSError(f"data: X of {_name(p)} could not be memory-mapped ({exc.strerror}): raise the process's "
                           "address-space limit (ulimit -v, prlimit --as) or free memory; X stays on disk and "
                           "--workers 1 reads it a batch at a time once it can be mapped") from None
         X_mapped = None  # np.load below names what is wrong with the file
@@ -427,16 +439,16 @@ def _load_npz(p: Path, target: str) -> Table:
         with np.load(p, allow_pickle=False) as data:
             arrays = {k: (X_mapped if k == "X" and X_mapped is not None else data[k]) for k in data.files}
     except MemoryError:
-        raise OSError(f"data: the arrays of {p.name} do not fit in memory: store X uncompressed (np.savez, not "
+        raise OSError(f"data: the arrays of {_name(p)} do not fit in memory: store X uncompressed (np.savez, not "
                       "np.savez_compressed) as float32 or float64 so that it is memory-mapped, and train with "
                       "--workers 1 (a batch at a time)") from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"data must be a readable .npz file. Found {str(p)!r}: {exc}.") from None
     if "X" not in arrays:
-        raise ValueError(f"data must hold an array 'X' of features. Found arrays {sorted(arrays)} in {p.name}.")
+        raise ValueError(f"data must hold an array 'X' of features. Found arrays {sorted(arrays)} in {_name(p)}.")
     if target is not None and (target not in arrays or target == "X"):
         raise ValueError(
-            f"target must name an array of {p.name} besides 'X'. Found {target!r}; the arrays are "
+            f"target must name an array of {_name(p)} besides 'X'. Found {target!r}; the arrays are "
             f"{sorted(arrays)}."
         )
     X = arrays["X"]
@@ -461,7 +473,7 @@ def _load_npz(p: Path, target: str) -> Table:
             if not np.all(np.isfinite(y)):
                 raise ValueError(f"target must be finite. Found {y[~np.isfinite(y)][0]!r} in {target!r}.")
     if X.shape[0] == 0:
-        raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
+        raise ValueError(f"data must hold at least one example. Found 0 rows in {_name(p)}.")
     names = [f"x{i}" for i in range(X.shape[1])]
     return Table(X, y, names, target or "", str(p))
 
@@ -471,7 +483,7 @@ def _load_npz(p: Path, target: str) -> Table:
 _PARQUET_SPILL_BYTES = 1 << 28
 
 
-def _load_parquet(p: Path, target: str | None, features=None, categorical=None) -> Table:
+def _load_parquet(p: str, target: str | None, features=None, categorical=None) -> Table:
     """Parquet, read one row group at a time with pyarrow: the features go into one float64
     array, memory-mapped on an anonymous temporary file when larger than
     :data:`_PARQUET_SPILL_BYTES` (so a file larger than memory can be trained on with the
@@ -489,7 +501,7 @@ def _load_parquet(p: Path, target: str | None, features=None, categorical=None) 
         raise ValueError(f"data must be a readable Parquet file. Found {str(p)!r}: {exc}.") from None
     columns = [f.name for f in schema]
     if target is not None and target not in columns:
-        raise ValueError(f"target must be a column of {p.name}. Found {target!r}; the columns are {columns[:20]}.")
+        raise ValueError(f"target must be a column of {_name(p)}. Found {target!r}; the columns are {columns[:20]}.")
     names = [c for c in columns if c != target]
     if features is not None:
         _missing(features, columns, p)
@@ -505,7 +517,7 @@ def _load_parquet(p: Path, target: str | None, features=None, categorical=None) 
                              f" (if it is categorical, declare its categories: --categorical '{name}=a,b,...').")
     n, d = pf.metadata.num_rows, len(names)
     if n == 0:
-        raise ValueError(f"data must hold at least one example. Found 0 rows in {p.name}.")
+        raise ValueError(f"data must hold at least one example. Found 0 rows in {_name(p)}.")
     if n * d * 8 > _PARQUET_SPILL_BYTES:
         import tempfile
 
@@ -521,7 +533,7 @@ def _load_parquet(p: Path, target: str | None, features=None, categorical=None) 
                 if name in categorical:
                     X[row:row + k, j] = category_codes(
                         ["" if v is None else str(v) for v in table.column(name).to_pylist()], name,
-                        categorical[name], lambda i, row=row: f"row {row + i} of {p.name}")
+                        categorical[name], lambda i, row=row: f"row {row + i} of {_name(p)}")
                     continue
                 X[row:row + k, j] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
             block = X[row:row + k]
@@ -547,14 +559,16 @@ def _load_parquet(p: Path, target: str | None, features=None, categorical=None) 
         y = y.astype(object)
         if any(v is None for v in y):
             r = next(i for i, v in enumerate(y) if v is None)
-            raise ValueError(f"target must not be empty. Found a missing value in row {r} of {p.name}.")
-    return Table(X, y, names, target, str(p))
+            raise ValueError(f"target must not be empty. Found a missing value in row {r} of {_name(p)}.")
+    return Table(X, y, names, target, p)
 
 
-def check_output_dir(path, name: str = "out", *, replace_marker: str | None = None) -> Path:
-    """``path`` as a directory that does not exist (or is empty) and can be
+def check_output_dir(path, name: str = "out", *, replace_marker: str | None = None):
+    """``path`` as a directory (a ``pathlib.Path``) that does not exist (or is empty) and can be
     created — or, with ``replace_marker``, one that holds that file (an earlier
     result of the same command, which may be replaced)."""
+    from pathlib import Path
+
     out = Path(path)
     if out.exists():
         if not out.is_dir():
@@ -565,11 +579,11 @@ def check_output_dir(path, name: str = "out", *, replace_marker: str | None = No
     return out
 
 
-def _check_parent(out: Path, name: str, path, where: str) -> None:
+def _check_parent(out, name: str, path, where: str) -> None:
     """``out``'s directory exists (else a ValueError: ``name`` must be ``where`` an existing
     directory) and can be written in (:func:`probe_writable`)."""
-    parent = out.absolute().parent
-    if not parent.is_dir():
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
         raise ValueError(f"{name} must be {where} an existing directory. Found {str(path)!r}.")
     probe_writable(parent, name, path)
 
@@ -592,7 +606,7 @@ def create_exclusive(parent, prefix: str, suffix: str = "", directory: bool = Fa
     raise FileExistsError(errno.EEXIST, "no unused name found", os.fspath(parent))
 
 
-def probe_writable(parent: Path, name: str, path) -> None:
+def probe_writable(parent, name: str, path) -> None:
     """Create and remove a temporary directory in ``parent``: permission bits do
     not tell (root, read-only or special file systems), trying does."""
     try:
@@ -604,10 +618,10 @@ def probe_writable(parent: Path, name: str, path) -> None:
         ) from None
 
 
-def check_output_file(path, name: str) -> Path:
-    """A file path whose directory exists and is writable (nothing is created)."""
-    out = Path(path)
-    if out.is_dir():
+def check_output_file(path, name: str) -> str:
+    """``path`` (as a string) where its directory exists and is writable (nothing is created)."""
+    out = os.fspath(path)
+    if os.path.isdir(out):
         raise ValueError(f"{name} must be a file path. Found a directory: {str(path)!r}.")
     _check_parent(out, name, path, "in")
     return out
@@ -617,8 +631,11 @@ def check_output_file(path, name: str) -> Path:
 PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 
-def check_plot_suffix(path, name: str) -> Path:
-    """``path`` if its suffix names a format :data:`PLOT_FORMATS` lists, else a ValueError."""
+def check_plot_suffix(path, name: str):
+    """``path`` (a ``pathlib.Path``) if its suffix names a format :data:`PLOT_FORMATS` lists, else a
+    ValueError."""
+    from pathlib import Path
+
     out = Path(path)
     if out.suffix.lower() not in PLOT_FORMATS:
         raise ValueError(f"{name} must end in {', '.join(PLOT_FORMATS)} (the format is taken from the "
@@ -626,7 +643,7 @@ def check_plot_suffix(path, name: str) -> Path:
     return out
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -655,6 +672,8 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
     >>> sorted(os.listdir(base))
     ['run']
     """
+    from pathlib import Path
+
     out = check_output_dir(path, name, replace_marker=replace_marker)
     parent = out.absolute().parent
     try:
@@ -699,4 +718,5 @@ def atomic_directory(path, name: str = "out", *, replace_marker: str | None = No
 
 def write_json(path, data) -> None:
     """Write ``data`` as indented JSON (no NaN or infinity: they become errors)."""
-    Path(path).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(data, indent=2, allow_nan=False) + "\n")

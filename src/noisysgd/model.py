@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -343,7 +343,7 @@ class LinearModel:
         return isinstance(self._loss, OneVsRestLogistic)
 
 
-def _read_json(path: Path, what: str):
+def _read_json(path: str, what: str):
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -360,46 +360,46 @@ def load_model(path) -> LinearModel:
     in it) or the ``model.json`` file itself (its sibling
     ``certificate.json`` is read when present).
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "model.json"
-        if not p.exists():
+    p = os.fspath(path)  # os.path, not pathlib: ``noisysgd predict`` does not import it
+    if os.path.isdir(p):
+        p = os.path.join(p, "model.json")
+        if not os.path.exists(p):
             raise ValueError(f"path must be a model.json file or a directory holding one. Found {str(path)!r}: "
                              "no model.json in it.")
-    elif not p.exists():
+    elif not os.path.exists(p):
         raise ValueError(f"path must be a model.json file or a directory holding one. Found {str(path)!r}: "
                          "no such file.")
     doc = _read_json(p, "model file")
     if not isinstance(doc, dict) or doc.get("format") not in FORMATS_READ:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise ValueError(f"model: {str(p)!r} must be a {FORMAT} file (or {' or '.join(FORMATS_READ[:-1])}). "
+        raise ValueError(f"model: {p!r} must be a {FORMAT} file (or {' or '.join(FORMATS_READ[:-1])}). "
                          "Found format "
                          f"{found!r}.")
     task = doc.get("task")
     if task not in ("classification", "regression"):
-        raise ValueError(f"model: {str(p)!r} has an unknown task {task!r}.")
+        raise ValueError(f"model: {p!r} has an unknown task {task!r}.")
     spec = doc.get("loss_spec")
     if spec is None:  # written before loss_spec existed: the repr names the loss
-        spec = _spec_from_repr(doc.get("loss"), str(p))
-    loss = _deferred_loss(spec, repr(str(p)))  # the trainer's loss, built when first read
+        spec = _spec_from_repr(doc.get("loss"), p)
+    loss = _deferred_loss(spec, repr(p))  # the trainer's loss, built when first read
     try:
         coef = np.asarray(doc["coef"], dtype=float)
         clip = float(doc["feature_clip"])
         bias = float(doc.get("intercept_scaling", 1.0))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"model: {str(p)!r} lacks valid coef/feature_clip/intercept_scaling: {exc}.") from None
+        raise ValueError(f"model: {p!r} lacks valid coef/feature_clip/intercept_scaling: {exc}.") from None
     if coef.ndim not in (1, 2) or coef.shape[0] < 2 or not np.all(np.isfinite(coef)) or not clip > 0:
-        raise ValueError(f"model: {str(p)!r} has invalid coefficients (shape {coef.shape}) or feature_clip {clip}.")
+        raise ValueError(f"model: {p!r} has invalid coefficients (shape {coef.shape}) or feature_clip {clip}.")
     if not (np.isfinite(bias) and bias > 0):
-        raise ValueError(f"model: {str(p)!r} has an invalid intercept_scaling {bias!r} (must be > 0).")
+        raise ValueError(f"model: {p!r} has an invalid intercept_scaling {bias!r} (must be > 0).")
     classes = doc.get("classes")
     if task == "classification":
         k = 2 if coef.ndim == 1 else coef.shape[1]
         if not isinstance(classes, list) or len(classes) != k:
-            raise ValueError(f"model: {str(p)!r} must list {k} classes for its coefficients. Found {classes!r}.")
+            raise ValueError(f"model: {p!r} must list {k} classes for its coefficients. Found {classes!r}.")
     names = doc.get("feature_names") or [f"x{i}" for i in range(coef.shape[0] - 1)]
     if len(names) != coef.shape[0] - 1:
-        raise ValueError(f"model: {str(p)!r} names {len(names)} features but has {coef.shape[0] - 1} "
+        raise ValueError(f"model: {p!r} names {len(names)} features but has {coef.shape[0] - 1} "
                          "coefficient rows besides the bias.")
     frange, spread = None, 1.0
     if doc.get("feature_range") is not None:
@@ -407,29 +407,29 @@ def load_model(path) -> LinearModel:
             low = np.asarray(doc["feature_range"]["low"], dtype=float)
             high = np.asarray(doc["feature_range"]["high"], dtype=float)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"model: {str(p)!r} has an invalid feature_range: {exc}.") from None
+            raise ValueError(f"model: {p!r} has an invalid feature_range: {exc}.") from None
         if low.shape != (len(names),) or high.shape != low.shape or not np.all(low < high):
-            raise ValueError(f"model: {str(p)!r} has a feature_range that does not fit its {len(names)} features.")
+            raise ValueError(f"model: {p!r} has a feature_range that does not fit its {len(names)} features.")
         frange = (low, high)
         spread = doc["feature_range"].get("spread", 1.0)  # files before it: every row inside the ball
         if not (isinstance(spread, (int, float)) and not isinstance(spread, bool) and 0 < spread <= 1):
-            raise ValueError(f"model: {str(p)!r} has an invalid feature_range spread {spread!r} (in (0, 1]).")
+            raise ValueError(f"model: {p!r} has an invalid feature_range spread {spread!r} (in (0, 1]).")
     center = None
     if doc.get("center") is not None:
         try:
             mean = np.asarray(doc["center"]["mean"], dtype=float)
             r0 = float(doc["center"]["clip"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"model: {str(p)!r} has an invalid center: {exc}.") from None
+            raise ValueError(f"model: {p!r} has an invalid center: {exc}.") from None
         if mean.shape != (len(names),) or not np.all(np.isfinite(mean)) or not (np.isfinite(r0) and r0 > 0):
-            raise ValueError(f"model: {str(p)!r} has a center that does not fit its {len(names)} features "
+            raise ValueError(f"model: {p!r} has a center that does not fit its {len(names)} features "
                              "(or a clip that is not > 0).")
         center = (mean, r0)
-    categorical, inputs = _encoding(doc.get("encoding"), names, str(p))
-    cert_path = p.parent / "certificate.json"
-    certificate = _read_json(cert_path, "certificate") if cert_path.exists() else None
+    categorical, inputs = _encoding(doc.get("encoding"), names, p)
+    cert_path = os.path.join(os.path.dirname(p), "certificate.json")
+    certificate = _read_json(cert_path, "certificate") if os.path.exists(cert_path) else None
     _warn_if_refuted(certificate, cert_path)
-    return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, str(p),
+    return LinearModel(task, loss, coef, clip, list(names), doc.get("target", ""), classes, certificate, p,
                        frange, bias, center, categorical, inputs, float(spread) if frange is not None else 1.0)
 
 

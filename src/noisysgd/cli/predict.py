@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -70,8 +69,8 @@ def _features(model, table) -> np.ndarray:
     return table.X[:, [names.index(w) for w in wanted]]
 
 
-def _write_csv(path: Path, header: list[str], columns: list) -> None:
-    fd, tmp = create_exclusive(path.absolute().parent, ".noisysgd-predict.", ".csv")
+def _write_csv(path: str, header: list[str], columns: list) -> None:
+    fd, tmp = create_exclusive(os.path.dirname(os.path.abspath(path)), ".noisysgd-predict.", ".csv")
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f, lineterminator="\n")
