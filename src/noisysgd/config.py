@@ -532,18 +532,25 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
 
 
 def _noise_at(proxy_at, bound: float) -> float | None:
-    """The z at which the increasing ``proxy_at`` reaches ``bound`` (from below: proxy_at(z) ≤ bound,
-    to 1e-9 relative), given proxy_at(0) < bound; None where it stays below ``bound`` up to the
-    calibrations' largest noise multiplier (a bound that saturates: no z rules the item out)."""
+    """A z at which the increasing ``proxy_at`` has reached ``bound`` (proxy_at(z) ≥ bound: the
+    callers prune where the target is missed there, so the calibrated z lies above it and its proxy
+    at or above ``bound`` — whatever the tolerance), within 0.1 % of the first such z, given
+    proxy_at(0) < bound; None where it stays below ``bound`` up to the calibrations' largest noise
+    multiplier (a bound that saturates: no z rules the item out)."""
     lo, hi = 0.0, 1.0
     while proxy_at(hi) < bound:
         if hi > MAX_NOISE:
             return None
         lo, hi = hi, 2.0 * hi
-    while hi - lo > 1e-9 * hi:
+    while hi - lo > NOISE_AT_TOL * hi:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if proxy_at(mid) < bound else (lo, mid)
-    return lo
+    return hi
+
+
+#: How closely :func:`_noise_at` brackets the z where a proxy reaches the bound (relative): a wider
+#: bracket prunes a little less, never wrongly (it returns the bracket's upper end).
+NOISE_AT_TOL = 1e-3
 
 
 #: The largest noise multiplier a calibration tries (:func:`noisysgd.calibrate`'s default).
