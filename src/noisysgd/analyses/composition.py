@@ -56,7 +56,7 @@ import math
 import numpy as np
 
 from ..gdp import gdp_epsilon
-from ..pld import epsilon_for_delta, pad_infinity, sampled_gaussian_pld, self_compose
+from ..pld import compose_exact, epsilon_for_delta, pad_infinity, sampled_gaussian_pld, self_compose
 from ..rdp import gaussian_rdp, replace_one_sampled_gaussian_rdp, sampled_gaussian_rdp
 from ..run import Run
 from .base import Analysis, RDPAnalysis, check_steps
@@ -388,6 +388,6 @@ def _query_epsilon(q: float, sigma: float, count: int, interval: float, replace_
     pld = _self_composed(q, sigma, count, interval, replace_one)
     # no tail truncation here (an exact convolution: nothing is moved, so nothing is rounded up), and
     # not onto the identity PLD first: both only add pessimism at the 1e-15 level, and cost ~2/3 of a call
-    pld = pld.compose(_gaussian_query_pld(mu_query, interval), tail_mass_truncation=0.0)
+    pld = compose_exact(pld, _gaussian_query_pld(mu_query, interval))
     eps = epsilon_for_delta(pld, delta)
     return eps if math.isfinite(eps) else math.inf
