@@ -32,7 +32,7 @@ import numbers
 import os
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from .run import (ADD_REMOVE_BATCHINGS, ADJACENCIES, BATCHING_SCHEMES, INITIALIZ
 from .train import Loss, TrainResult, train
 from .train import checkpoint as _ckpt
 from .train.checkpoint import Checkpointing
+from .train.declared import Bounds, Execution
 from .train.engine import check_secure_mode
 from .train.release import EVERY_ITERATE, AutoRelease, TailAverage
 
@@ -135,21 +136,6 @@ class Schedule:
 
 
 @dataclass(frozen=True)
-class Bounds:
-    """The constants the bound rests on, declared (never measured from the data): the
-    feature clip R, the bias coordinate s of x̄, the per-example clip norm (None: the loss's
-    Lipschitz constant), the diameter of the projection set and the label bound."""
-
-    feature_clip: float
-    intercept_scaling: float = 1.0
-    clip_norm: float | None = None
-    diameter: float | None = None
-    target_bound: float | None = None
-    #: :class:`noisysgd.run.AdaptiveClip`: the clip starts at ``clip_norm`` and moves (None: fixed).
-    adaptive_clip: Any = None
-
-
-@dataclass(frozen=True)
 class Privacy:
     """Exactly one of a target ``epsilon`` (the noise is calibrated to it) and a
     ``noise_multiplier`` (its ε is reported); ``delta`` (None: :func:`default_delta`);
@@ -190,28 +176,6 @@ class Privacy:
 #: that mean where the certificate rests on composition and the iterates have settled, else the
 #: final iterate (:mod:`noisysgd.train.release`).
 RELEASES = ("last", "tail-average", "auto")
-
-
-@dataclass(frozen=True)
-class Execution:
-    """How the engine runs, changing nothing in the run's law: seeds (or the OS CSPRNG in
-    ``secure_mode``), dtype, the trajectory ``record``, ``progress(step, total)`` after
-    every step (it sees no iterate), checkpoints (:func:`noisysgd.train.train`'s; a
-    checkpoint holds a hidden iterate: as secret as the data), and for data-parallel
-    training the whole data set's ``n_rows`` and the shard ``trainer``
-    (:func:`noisysgd.train.distributed.train_distributed`)."""
-
-    random_state: Any = None
-    dtype: Any = np.float64
-    record: bool = False
-    progress: Callable | None = None
-    secure_mode: bool = False
-    checkpoint: Any = None
-    checkpoint_every: int | None = None
-    resume: bool = False
-    keep_checkpoint: bool = False
-    n_rows: int | None = None
-    trainer: Callable | None = None
 
 
 @dataclass(frozen=True)

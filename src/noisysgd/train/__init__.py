@@ -10,6 +10,7 @@ bound); batch streams are in :mod:`.batching`.
 from .batching import batches, run_batches
 from .engine import RNGStreams, TrainResult, noisy_sgd_core, rng_streams, sgd, train
 from .checkpoint import Checkpointing
+from .declared import Bounds, Execution
 from .leaks import PrivacyLeakWarning, check_declared_constants, encode_labels
 from .losses import (
     BinaryLogistic,
@@ -45,4 +46,6 @@ __all__ = [
     "check_declared_constants",
     "encode_labels",
     "Checkpointing",
+    "Bounds",
+    "Execution",
 ]

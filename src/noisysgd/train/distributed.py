@@ -119,6 +119,7 @@ from ..rowmaps import augment_rows
 from .losses import BinaryLogistic, Loss
 from .secure import SecureRandom
 from .torch_backend import derivative_for, resolve_device, import_torch
+from .declared import takes_declarations
 
 __all__ = ["train_distributed", "Placement", "DistributedError", "local_rows", "launch_local", "start_local",
            "LocalJob", "free_port"]
@@ -233,6 +234,7 @@ def _first_difference(a: dict, b: dict) -> str:
 # --------------------------------------------------------------------------- public
 
 
+@takes_declarations
 def train_distributed(
     run: Run,
     loss: Loss,

@@ -56,6 +56,7 @@ from .leaks import check_declared_constants
 from .losses import Loss, LossConstants, feature_rows, float_dtype, positive_real
 from .rows import CenteredRows, Rows, rows_of, source_norms
 from .secure import SecureRandom
+from .declared import takes_declarations
 
 __all__ = ["TrainResult", "AdaptiveState", "refuse_adaptive", "RNGStreams", "rng_streams", "secure_streams", "train", "sgd", "noisy_sgd_core", "StepHooks"]
 
@@ -665,6 +666,7 @@ def run_description(p: PreparedRun, checked, context) -> dict:
 # --------------------------------------------------------------------------- public
 
 
+@takes_declarations
 def train(
     run: Run,
     loss: Loss,
@@ -786,6 +788,7 @@ def train(
     })
 
 
+@takes_declarations
 def sgd(
     run: Run,
     loss: Loss,

@@ -64,6 +64,7 @@ from .leaks import check_declared_constants
 from ..rowmaps import augment_rows
 from .losses import Loss
 from .release import MIN_STEPS, BlockSums, check_average, mean_reversion, settled
+from .declared import takes_declarations
 
 __all__ = ["ReplicaResult", "train_replicas", "replica_batches"]
 
@@ -357,6 +358,7 @@ class _TailSum:
 # --------------------------------------------------------------------------- public
 
 
+@takes_declarations
 def train_replicas(
     run: Run,
     loss: Loss,

@@ -76,6 +76,7 @@ from .losses import (
 )
 from ..rowmaps import augment_blocks
 from .rows import block_rows
+from .declared import takes_declarations
 
 __all__ = ["train_torch", "sgd_torch", "noisy_sgd_core_torch", "TORCH_INSTALL_HINT"]
 
@@ -297,6 +298,7 @@ def _prepare_torch(torch, run, loss, X, y, *, feature_clip, target_bound, init, 
                  dtype=_numpy_dtype(torch, dtype), callback=None, intercept_scaling=intercept_scaling)
 
 
+@takes_declarations
 def train_torch(
     run: Run,
     loss: Loss,
@@ -361,6 +363,7 @@ def train_torch(
     })
 
 
+@takes_declarations
 def sgd_torch(
     run: Run,
     loss: Loss,
