@@ -26,6 +26,18 @@ def _theirs(sigma, q, interval, replace_one):
         neighboring_relation=relation)
 
 
+def _same_power(a, b):
+    """Two self-composed dense PMFs agree: the same support (a Chernoff bound one apart is allowed,
+    two sums rounding differently: see the bounds test), compared where both hold it, the same
+    infinity mass, every probability to 1e-11 of the largest."""
+    assert abs(b._lower_loss - a._lower_loss) <= 1 and abs(len(b._probs) - len(a._probs)) <= 2
+    assert b._infinity_mass == a._infinity_mass
+    first, last = max(a._lower_loss, b._lower_loss), min(a._lower_loss + len(a._probs), b._lower_loss + len(b._probs))
+    np.testing.assert_allclose(b._probs[first - b._lower_loss:last - b._lower_loss],
+                               a._probs[first - a._lower_loss:last - a._lower_loss],
+                               rtol=0, atol=1e-11 * a._probs.max())
+
+
 def _same_pmf(a, b, rtol):
     """Two PLDPmfs agree: δ(ε) on a grid across their support, and the infinity mass."""
     assert b._infinity_mass == pytest.approx(a._infinity_mass, rel=1e-9, abs=1e-15)
@@ -183,13 +195,7 @@ def test_self_compose_is_dp_accounting_s(q, sigma, replace_one, steps, delta):
         a, b = getattr(theirs, side), getattr(ours, side)
         if not hasattr(a, "_probs"):  # a sparse PMF (a tiny one-step PLD): dp_accounting's own method ran
             continue
-        # the same support (a bound one apart is allowed: see the bounds test), compared where both hold it
-        assert abs(b._lower_loss - a._lower_loss) <= 1 and abs(len(b._probs) - len(a._probs)) <= 2
-        assert b._infinity_mass == a._infinity_mass
-        first, last = max(a._lower_loss, b._lower_loss), min(a._lower_loss + len(a._probs), b._lower_loss + len(b._probs))
-        np.testing.assert_allclose(b._probs[first - b._lower_loss:last - b._lower_loss],
-                                   a._probs[first - a._lower_loss:last - a._lower_loss],
-                                   rtol=0, atol=1e-11 * a._probs.max())
+        _same_power(a, b)
     assert ours.get_epsilon_for_delta(delta) == pytest.approx(theirs.get_epsilon_for_delta(delta), rel=1e-7, abs=1e-12)
 
 
@@ -251,13 +257,7 @@ def test_a_sparse_pmf_is_made_dense_where_dp_accounting_makes_it_dense(replace_o
     for side in ("_pmf_remove",) if one._symmetric else ("_pmf_remove", "_pmf_add"):
         a, b = getattr(theirs, side), getattr(ours, side)
         assert isinstance(a, pld_pmf.DensePLDPmf) and isinstance(b, pld_pmf.DensePLDPmf)
-        # the Chernoff bounds may fall one apart (two sums rounding differently: see the bounds test)
-        assert abs(b._lower_loss - a._lower_loss) <= 1 and abs(len(b._probs) - len(a._probs)) <= 2
-        assert b._infinity_mass == a._infinity_mass
-        first, last = max(a._lower_loss, b._lower_loss), min(a._lower_loss + len(a._probs), b._lower_loss + len(b._probs))
-        np.testing.assert_allclose(b._probs[first - b._lower_loss:last - b._lower_loss],
-                                   a._probs[first - a._lower_loss:last - a._lower_loss],
-                                   rtol=0, atol=1e-11 * a._probs.max())
+        _same_power(a, b)
 
 
 @settings(max_examples=40, deadline=None)

