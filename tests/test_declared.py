@@ -135,3 +135,33 @@ def test_every_trainer_says_it_takes_them(name):
         assert out["random_state"] == 1 and out["checkpointing"].path == "c.ckpt" and out["rows"] is None
         with pytest.raises(ValueError, match="train_distributed takes no record"):
             declared_keywords(name, accepts, _run(), None, Execution(record=True), {})
+
+
+@pytest.mark.parametrize("trainer", ["train", "train_replicas"])
+def test_a_trainers_warning_names_the_callers_line(trainer):
+    """takes_declarations adds a frame between a trainer and its caller: the privacy-leak warning
+    (a feature clip equal to the data's largest row norm) still points at the caller's line."""
+    import warnings
+
+    X, y = _data()
+    clip = float(np.max(np.linalg.norm(X, axis=1)))
+    call = {"train": lambda: train(_run(), BinaryLogistic(), X, y, feature_clip=clip, random_state=0),
+            "train_replicas": lambda: train_replicas(_run(), BinaryLogistic(), X, y, replicas=2, feature_clip=clip,
+                                                     random_state=0)}[trainer]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    leaks = [w for w in caught if w.category.__name__ == "PrivacyLeakWarning"]
+    assert leaks and all(w.filename == __file__ for w in leaks), [(w.filename, w.lineno) for w in leaks]
+
+
+def test_a_dtype_numpy_cannot_read_is_not_taken_for_the_default():
+    """Execution(dtype=<torch's>) reaches the torch trainer (whose keyword takes it) rather than
+    failing in the comparison with Execution's default."""
+    class TorchLikeDtype:  # what np.dtype() refuses with a TypeError, as it refuses torch.float32
+        pass
+
+    dtype = TorchLikeDtype()
+    accepts = {"feature_clip", "dtype", "random_state"}
+    out = declared_keywords("train_torch", accepts, _run(), Bounds(feature_clip=1.0), Execution(dtype=dtype), {})
+    assert out["dtype"] is dtype

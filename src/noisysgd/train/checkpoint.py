@@ -69,6 +69,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .leaks import TRAINER_FRAMES
+
 __all__ = [
     "Checkpointing",
     "FORMAT",
@@ -513,7 +515,8 @@ class Ledger:
             warnings.warn(
                 f"checkpoint {str(path)!r} was written with numpy {h.get('numpy_version')}, this is numpy "
                 f"{np.__version__}: the resumed run follows the same algorithm, but is bit-identical to an "
-                "uninterrupted one only with the same numpy", RuntimeWarning, stacklevel=4,
+                "uninterrupted one only with the same numpy", RuntimeWarning,
+                stacklevel=4 + TRAINER_FRAMES,  # (the caller of train, past takes_declarations' frame)
             )
         rng = h.get("rng", {})
         batch_arrays = {k.split(".", 1)[1]: v for k, v in ck.arrays.items() if k.startswith("batches.")}

@@ -36,7 +36,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Bounds", "Execution", "takes_declarations"]
+from .leaks import TRAINER_FRAMES
+
+__all__ = ["Bounds", "Execution", "takes_declarations", "TRAINER_FRAMES"]
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,12 @@ def _defaults(cls) -> dict:
 
 
 def _is_default(value, default) -> bool:
+    """Whether a field holds its default (then the trainer's own keyword or default applies)."""
     if default is np.float64:
-        return value is np.float64 or (value is not None and np.dtype(value) == np.float64)
+        try:
+            return value is np.float64 or (value is not None and np.dtype(value) == np.float64)
+        except TypeError:  # a dtype numpy does not read (torch's): not the default
+            return False
     return value is default or (value == default if isinstance(value, (bool, int, float, str)) else False)
 
 
@@ -164,7 +170,7 @@ def takes_declarations(trainer: Callable) -> Callable:
     def wrapper(run, loss, X, y, *, bounds: Bounds | None = None, execution: Execution | None = None, **keywords):
         if bounds is not None or execution is not None:
             keywords = declared_keywords(trainer.__name__, accepts, run, bounds, execution, keywords)
-        elif "feature_clip" in accepts and "feature_clip" not in keywords:
+        if "feature_clip" in accepts and "feature_clip" not in keywords:
             raise TypeError(f"{trainer.__name__}() needs feature_clip (a keyword, or bounds=Bounds(feature_clip=...)).")
         return trainer(run, loss, X, y, **keywords)
 

@@ -114,7 +114,7 @@ from .engine import (
     clip_thresholds,
     rng_streams,
 )
-from .leaks import check_declared_constants
+from .leaks import TRAINER_FRAMES, check_declared_constants
 from ..rowmaps import augment_rows
 from .losses import BinaryLogistic, Loss
 from .secure import SecureRandom
@@ -327,8 +327,8 @@ def train_distributed(
                                        all_ranges=all_ranges)
 
     # every check passed, on every rank: warn, then compute
-    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
-                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
+    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms, target_bound=p.target_bound,
+                             y=p.raw_y if p.target_bound else None, stacklevel=3 + TRAINER_FRAMES)
     refuse_adaptive(run, "trained by data-parallel training")
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     return _execute(torch, dist, p, job.device, job.idx, job.order, rank=rank, world=world, connected=connected,

@@ -52,7 +52,7 @@ from ..analyses import get_analysis
 from ..run import Run
 from . import checkpoint as _ckpt
 from .batching import BatchStream, describe_batches, generator_from_state, run_batches
-from .leaks import check_declared_constants
+from .leaks import TRAINER_FRAMES, check_declared_constants
 from .losses import Loss, LossConstants, feature_rows, float_dtype, positive_real
 from .rows import CenteredRows, Rows, rows_of, source_norms
 from .secure import SecureRandom
@@ -776,8 +776,8 @@ def train(
         ledger = _ckpt.Ledger.open(path, resume=resume, description=run_description(p, checked, context),
                                    X=p.X, Y=p.Y, random_state=p.random_state, every_steps=every, keep=keep)
     # every check passed: warn, then compute
-    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
-                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
+    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms, target_bound=p.target_bound,
+                             y=p.raw_y if p.target_bound else None, stacklevel=3 + TRAINER_FRAMES)
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     return _execute(p, noise_std=noise_std, clip_norm=run.lipschitz, record=record, ledger=ledger, extra={
         "constants": constants.to_dict(),

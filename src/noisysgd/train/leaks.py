@@ -30,6 +30,11 @@ def _equal(a: float, b: float) -> bool:
     return abs(a - b) <= RELATIVE_TOLERANCE * max(abs(a), abs(b))
 
 
+#: The frames :func:`noisysgd.train.declared.takes_declarations` puts between a trainer and its
+#: caller: a warning that names the caller's line (``stacklevel``) counts them.
+TRAINER_FRAMES = 1
+
+
 def check_declared_constants(*, feature_clip: float, row_norms=None, target_bound=None, y=None,
                              stacklevel: int = 3) -> list[str]:
     """Warn (and return the messages) if ``feature_clip`` equals max_i ‖x_i‖

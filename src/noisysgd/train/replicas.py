@@ -60,7 +60,7 @@ from .engine import (
     random_source,
     rng_streams,
 )
-from .leaks import check_declared_constants
+from .leaks import TRAINER_FRAMES, check_declared_constants
 from ..rowmaps import augment_rows
 from .losses import Loss
 from .release import MIN_STEPS, BlockSums, check_average, mean_reversion, settled
@@ -425,8 +425,8 @@ def train_replicas(
     p = prepare_run(run, loss, X, y, feature_clip=feature_clip, target_bound=target_bound, init=init,
                  random_state=state0, dtype=dtype, callback=None)
     constants, checked = checked_constants(run, loss, p, analyses)
-    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
-                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
+    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms, target_bound=p.target_bound,
+                             y=p.raw_y if p.target_bound else None, stacklevel=3 + TRAINER_FRAMES)
     started = time.perf_counter()
     dt = p.dtype
     Xbar, norms = augment_rows(p.X, p.feature_clip, dt, p.row_norms)

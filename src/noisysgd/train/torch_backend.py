@@ -65,7 +65,7 @@ from .engine import (
     clip_thresholds,
     rng_streams,
 )
-from .leaks import check_declared_constants
+from .leaks import TRAINER_FRAMES, check_declared_constants
 from .losses import (
     BinaryLogistic,
     Huber,
@@ -350,8 +350,8 @@ def train_torch(
     derivative_for(loss)
     dev = resolve_device(torch, device)
     # every check passed: warn, then compute
-    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms,
-                             target_bound=p.target_bound, y=p.raw_y if p.target_bound else None)
+    check_declared_constants(feature_clip=p.feature_clip, row_norms=p.row_norms, target_bound=p.target_bound,
+                             y=p.raw_y if p.target_bound else None, stacklevel=3 + TRAINER_FRAMES)
     refuse_adaptive(run, "trained by the torch backend")
     noise_std = run.noise_multiplier * run.lipschitz / run.batch_size
     return _execute_torch(torch, p, dev, noise_std=noise_std, clip_norm=run.lipschitz, extra={
