@@ -662,3 +662,31 @@ def test_create_exclusive_never_reuses_a_name(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "urandom", lambda k: bytes(8))
     with pytest.raises(FileExistsError):
         io.create_exclusive(tmp_path, "f.")
+
+
+@pytest.mark.parametrize("text", ["p.csv", "./p.csv", "a//b.csv", "a/./b.csv/", "/tmp/x/", "../up/x.csv", ".", "",
+                                  "a/../b", "/", "./model/model.json"])
+def test_plain_path_is_what_pathlib_makes_of_it(text):
+    """noisysgd predict works on string paths (no pathlib in its start): io.plain_path spells a path
+    as str(pathlib.Path(path)) does, from str, bytes or a path-like."""
+    import pathlib
+
+    from noisysgd.io import plain_path
+
+    assert plain_path(text) == str(pathlib.Path(text))
+    assert plain_path(text.encode()) == str(pathlib.Path(text)) == plain_path(pathlib.Path(text))
+
+
+def test_predict_refuses_an_empty_out_and_writes_through_a_trailing_slash(trained, iris_files, tmp_path, capsys):
+    """--out '' is refused before anything is read (it named the working directory's parent as the
+    temporary's home); --out p.csv/ writes p.csv, as before; a data path with a trailing slash reads
+    the file; the summary names the paths as given, without './'."""
+    from noisysgd.cli import main
+
+    d, _, _ = iris_files
+    assert main(["predict", str(trained), str(d / "shuffled.csv"), "--out", ""]) == 2
+    assert "out must be a file path. Found ''" in capsys.readouterr().err
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(trained) + "/", str(d / "shuffled.csv") + "/", "--out", str(out) + "/", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert out.is_file() and summary["out"] == str(out) and not summary["model"].endswith("//model.json")

@@ -20,11 +20,12 @@ import json
 import math
 import operator
 import os
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Table", "load_table", "atomic_directory", "write_json", "check_output_dir", "check_output_file",
+__all__ = ["Table", "load_table", "plain_path", "atomic_directory", "write_json", "check_output_dir", "check_output_file",
            "create_exclusive",
            "declared_categories", "category_key", "category_codes", "one_hot", "one_hot_names",
            "indicator_columns", "encoding_record", "text_cell_error", "absent_value"]
@@ -61,10 +62,12 @@ def load_table(path, *, target: str | None, features=None, categorical=None) -> 
     ``X`` (n × d) and one named ``target`` (n), or a structured table.
     Parquet needs pyarrow (``pip install 'noisysgd[parquet]'``), read a row group at a time.
     """
-    p = os.fspath(path)  # a string path (os.path: pathlib is not imported into ``noisysgd predict``)
-    if not os.path.exists(p):
-        raise ValueError(f"data must be an existing file. Found {str(path)!r}: no such file.")
-    if os.path.isdir(p):
+    p = plain_path(path)  # a string path (os.path: pathlib is not imported into ``noisysgd predict``)
+    try:
+        is_dir = stat.S_ISDIR(os.stat(p).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ValueError(f"data must be an existing file. Found {str(path)!r}: no such file.") from None
+    if is_dir:
         raise ValueError(f"data must be a file. Found a directory: {str(path)!r}.")
     if target is not None and (not isinstance(target, str) or not target):
         raise ValueError(f"target must name a column. Found {target!r}.")
@@ -86,6 +89,19 @@ def load_table(path, *, target: str | None, features=None, categorical=None) -> 
     if suffix in (".parquet", ".pq"):
         return _encoded(_load_parquet(p, target, features, categorical), categorical)
     raise ValueError(f"data must be a .csv, .npz or .parquet file. Found {str(path)!r}.")
+
+
+def plain_path(path) -> str:
+    """``path`` (a str, bytes or path-like) as the string ``pathlib.Path`` would make of it: ``.``
+    components and repeated or trailing separators dropped (``./a//b.csv/`` is ``a/b.csv``),
+    ``..`` kept; an empty path is ``.``."""
+    text = os.fsdecode(os.fspath(path))
+    if not text:
+        return "."
+    absolute = text.startswith(os.sep)
+    parts = [part for part in text.split(os.sep) if part not in ("", ".")]
+    out = os.sep.join(parts)
+    return (os.sep + out) if absolute else (out or ".")
 
 
 def _name(path) -> str:
@@ -619,8 +635,11 @@ def probe_writable(parent, name: str, path) -> None:
 
 
 def check_output_file(path, name: str) -> str:
-    """``path`` (as a string) where its directory exists and is writable (nothing is created)."""
-    out = os.fspath(path)
+    """``path`` (as a string, :func:`plain_path`) where its directory exists and is writable (nothing
+    is created)."""
+    if not os.fsdecode(os.fspath(path)):
+        raise ValueError(f"{name} must be a file path. Found {path!r}.")
+    out = plain_path(path)
     if os.path.isdir(out):
         raise ValueError(f"{name} must be a file path. Found a directory: {str(path)!r}.")
     _check_parent(out, name, path, "in")

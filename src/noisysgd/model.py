@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .io import plain_path
 from .rowmaps import augment_rows, center_rows, scale_to_ball
 
 __all__ = ["LinearModel", "load_model", "model_document", "FORMAT"]
@@ -360,7 +361,7 @@ def load_model(path) -> LinearModel:
     in it) or the ``model.json`` file itself (its sibling
     ``certificate.json`` is read when present).
     """
-    p = os.fspath(path)  # os.path, not pathlib: ``noisysgd predict`` does not import it
+    p = plain_path(path)  # os.path, not pathlib: ``noisysgd predict`` does not import it
     if os.path.isdir(p):
         p = os.path.join(p, "model.json")
         if not os.path.exists(p):
