@@ -316,7 +316,7 @@ def _dense_for(pmf, times: int):
 
 def self_compose(pld, times: int, tail_mass_truncation: float = 1e-15):
     """``pld.self_compose(times, tail_mass_truncation)`` for a dp_accounting
-    ``PrivacyLossDistribution`` whose PMFs are dense (else its own method): each PMF's
+    ``PrivacyLossDistribution`` whose PMFs are dense, or sparse ones it would make dense: each PMF's
     ``times``-fold convolution power, computed as dp_accounting computes it — the support cut
     to its Chernoff bounds, a circular convolution of the length it takes, the truncated tail
     mass and the infinity mass's composition added to the infinity mass — with a real FFT and
@@ -357,7 +357,8 @@ def pad_infinity(pld, mass: float):
 
 
 #: Spectra of the second operands :func:`compose_exact` has transformed, most recent last:
-#: [(PMF, length, rfft)], the PMF kept so that an entry is never matched by a recycled id.
+#: [(PMF, its probabilities, length, rfft)], the PMF kept so that an entry is never matched by a
+#: recycled id.
 _SPECTRA: list = []
 #: How many :data:`_SPECTRA` are kept (a calibration composes onto one query's PLD, and the
 #: certificate onto the same).
@@ -368,13 +369,16 @@ _LENGTH_STEP = 4096
 
 
 def _spectrum(pmf, length: int) -> np.ndarray:
+    """The rfft of ``pmf``'s probabilities at ``length``, kept (:data:`_SPECTRA`).  PMFs are treated as
+    immutable, as dp_accounting's operations treat them (each returns a new one): an entry matches
+    the same PMF object holding the same probability array."""
     from scipy import fft
 
-    for kept, n, spectrum in _SPECTRA:
-        if kept is pmf and n == length:
+    for kept, probs, n, spectrum in _SPECTRA:
+        if kept is pmf and probs is pmf._probs and n == length:
             return spectrum
     spectrum = fft.rfft(pmf._probs, length)
-    _SPECTRA.append((pmf, length, spectrum))
+    _SPECTRA.append((pmf, pmf._probs, length, spectrum))
     del _SPECTRA[:-_SPECTRA_KEPT]
     return spectrum
 
