@@ -91,7 +91,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import Table, encode, table_of_set  # noqa: E402
+from tables import Table, encode, set_main, size_check, table_of_set  # noqa: E402
 
 #: package -> wheel file name pattern (the platform tag of scikit-survival's wheel varies)
 WHEELS = {"scikit-survival": "scikit_survival-0.28.0-*.whl", "SurvSet": "survset-0.2.11-*.whl",
@@ -277,15 +277,9 @@ def load(name: str) -> Table:
     return _build(name, path, response, extra)
 
 
-def check(table: Table) -> str | None:
-    """Rule 5's sizes and rule 2's levels on a loaded table: None if it passes, else why not."""
-    if not MIN_ROWS <= len(table.y) <= MAX_ROWS:
-        return f"{len(table.y)} rows without missing values"
-    if not MIN_LEVELS <= len(table.labels) <= MAX_LEVELS:
-        return f"{len(table.labels)} response levels"
-    if table.X.shape[1] > MAX_COLUMNS:
-        return f"{table.X.shape[1]} columns after one-hot"
-    return None
+#: Rule 5's sizes and rule 2's levels on a loaded table: None if it passes, else why not (the
+#: first rule's, ``tables.size_check``: the same bounds).
+check = size_check
 
 
 def _files() -> list[tuple[str, str]]:
@@ -329,21 +323,7 @@ def scan(verbose: bool = True) -> list[str]:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if "--scan" in argv:
-        found = scan()
-        same = found == names()
-        print(f"{len(found)} tables pass; {'identical to' if same else 'DIFFERENT from'} FOURTH")
-        if not same:
-            print("  only in the scan:", sorted(set(found) - set(FOURTH)))
-            print("  only in FOURTH:", sorted(set(FOURTH) - set(found)))
-        return 0 if same else 1
-    for n in names():
-        t = load(n)
-        counts = {str(lab): int(np.sum(t.y == lab)) for lab in t.labels}
-        print(f"  {n:28s} y={t.response:7s} n={len(t.y):6d} (of {t.rows_raw:6d}) d={t.X.shape[1]:3d} "
-              f"categorical={len(t.categorical):2d} {check(t) or 'passes'} classes={counts}")
-    return 0
+    return set_main(sys.argv[1:] if argv is None else argv, "FOURTH", names, scan, load, check)
 
 
 if __name__ == "__main__":

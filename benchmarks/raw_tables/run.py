@@ -168,8 +168,9 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth"), required=True,
-                    help="fresh: fresh.py's third set (README §10); fourth: fourth.py's fourth set")
+    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth"), required=True,
+                    help="fresh: fresh.py's third set (README §10); fourth: fourth.py's fourth set; "
+                         "fifth: fifth.py's fifth set")
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
@@ -191,6 +192,8 @@ def main(argv=None) -> int:
         import fresh as source  # (only here: it reads the wheels of README §10)
     elif args.half == "fourth":
         import fourth as source  # (only here: it reads the wheels named in fourth.py)
+    elif args.half == "fifth":
+        import fifth as source  # (only here: it reads the sdist named in fifth.py)
     else:
         source = T
     todo = source.names(args.half)

