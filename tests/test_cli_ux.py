@@ -226,7 +226,8 @@ def test_help_width_is_shutils_without_importing_it(monkeypatch, columns):
     import argparse
     import shutil
 
-    from noisysgd.cli.common import Parser, RawFormatter, terminal_columns
+    from noisysgd.cli.common import Parser, RawFormatter
+    from noisysgd.text import terminal_columns, terminal_width
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -234,6 +235,7 @@ def test_help_width_is_shutils_without_importing_it(monkeypatch, columns):
         monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.delenv("LINES", raising=False)
     assert terminal_columns() == shutil.get_terminal_size().columns
+    assert terminal_width() == max(40, shutil.get_terminal_size((100, 24)).columns)
     words = " ".join(f"word{i}" for i in range(60))
     for ours, theirs in ((Parser, argparse.HelpFormatter), (RawFormatter, argparse.RawDescriptionHelpFormatter)):
         texts = []

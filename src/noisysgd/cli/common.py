@@ -10,38 +10,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import sys
 import warnings
 from typing import TYPE_CHECKING
+
+from ..text import terminal_columns
 
 if TYPE_CHECKING:
     from ..run import Run
 
 __all__ = ["FLAGS", "UsageError", "Parser", "OneLineWarnings", "add_run_flags", "add_accounting_flags",
            "run_from_args", "progress_wanted", "check_out_dir", "flag_for", "one_line", "orders_arg",
-           "epoch_range_arg", "RAW", "Formatter", "RawFormatter", "terminal_columns", "auxiliary", "write_outputs"]
-
-def terminal_columns() -> int:
-    """``shutil.get_terminal_size().columns`` (the ``COLUMNS`` variable, else the terminal on
-    stdout, else 80), without importing :mod:`shutil` (with :mod:`bz2`, :mod:`lzma` and
-    :mod:`fnmatch`: ~3 ms of ``noisysgd predict``'s start), which argparse's formatter imports for it."""
-    try:
-        columns = int(os.environ.get("COLUMNS", 0))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
+           "epoch_range_arg", "RAW", "Formatter", "RawFormatter", "auxiliary", "write_outputs"]
 
 
 class Formatter(argparse.HelpFormatter):
     """argparse's help formatter, its width taken as it takes it (the terminal's, less 2) by
-    :func:`terminal_columns`."""
+    :func:`noisysgd.text.terminal_columns`, which does not import shutil."""
 
     def __init__(self, *args, **kwargs):
         if len(args) < 4 and kwargs.get("width") is None:
