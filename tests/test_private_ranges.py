@@ -145,20 +145,45 @@ def test_rdp_composition_with_the_query(analysis):
 
 
 def test_a_query_swamped_by_its_noise_says_so():
-    """Features whose every noisy count is below the floor fall back to the widest public range; the
-    query says how many (post-processing of what it releases), and says nothing when all are informative."""
+    """Features whose every noisy count is below the floor take the lower median of the ranges of the
+    features seen at the strict floor above the lowest bucket (post-processing of the same counts),
+    or the widest public range where none was; the query says how many, and says nothing when all are
+    informative."""
     rng = np.random.default_rng(4)
-    small = rng.normal(size=(60, 12)) * 10.0 ** rng.uniform(-3, 3, size=12)
+    small = rng.normal(size=(400, 12)) * 10.0 ** rng.uniform(-3, 3, size=12)
+    small[:, :3] = np.round(small[:, :3] / np.abs(small[:, :3]))  # three ±1 columns: one bucket, seen
     with pytest.warns(UserWarning, match=r"swamps every count of (\d+) of 12 features") as caught:
-        (low, high), details = private_feature_ranges(small, 0.1, 1e-6, rng=1)
+        (low, high), details = private_feature_ranges(small, 0.5, 1e-6, rng=1)
     k = details["uninformative_features"]
-    assert k > 0 and f"of {k} of 12 features" in str(caught[0].message)
-    assert np.sum(high == 2.0 ** (EXPONENTS[1] + 1)) >= k
+    assert 0 < k < 12 and f"of {k} of 12 features" in str(caught[0].message)
+    strict = np.array(details["strict_scales"])
+    trusted = np.sort(strict[strict > details["lowest_scale"]])
+    assert trusted.size >= 1 and details["unseen_scale"] == trusted[(trusted.size - 1) // 2]
+    assert np.sum(high == details["unseen_scale"]) >= k and "median of the seen" in str(caught[0].message)
+    assert np.all(low == -high)
+    # no column seen: the widest public range for the unseen, and the warning says that
+    with pytest.warns(UserWarning, match=r"widest public range"):
+        (_, high), details = private_feature_ranges(small[:20, 3:], 0.01, 1e-6, rng=2)
+    assert details["unseen_scale"] == 2.0 ** (EXPONENTS[1] + 1)
+    assert np.sum(high == 2.0 ** (EXPONENTS[1] + 1)) >= details["uninformative_features"] > 0
     big = rng.normal(size=(20000, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _, details = private_feature_ranges(big, 1.0, 1e-6, rng=2)
-    assert details["uninformative_features"] == 0
+    assert details["uninformative_features"] == 0 and details["unseen_scale"] is None
+
+
+def test_an_unseen_column_takes_the_lower_median_of_the_seen_ones():
+    """The fallback read off a chosen answer: columns whose counts clear the floor at buckets 3, 5, 5, 9
+    and one nearly always 0 (the lowest bucket, left out), and two columns with no count above it: those
+    two take 2^(5+1) (lower median of 3, 5, 5, 9 is the second 5), the others their own."""
+    from noisysgd.preprocessing import _unseen_bucket
+
+    k = np.array([3, 5, 0, 9, 5, 31, 31])
+    empty = np.array([False, False, False, False, False, True, True])
+    assert _unseen_bucket(k, empty, 33) == 5
+    assert _unseen_bucket(k[[2, 5, 6]], empty[[2, 5, 6]], 33) == 32  # only the lowest bucket seen: the widest
+    assert _unseen_bucket(np.array([7, 4]), np.array([False, False]), 33) == 4  # lower median of two
 
 
 @pytest.mark.slow
@@ -189,11 +214,12 @@ def test_the_issue_27_table_is_never_a_silent_majority_model():
 
 
 def test_the_scaling_decision_reads_the_answer_alone():
-    """feature_range="auto": scale when the trusted scales differ by more than SCALING_RATIO, over the
-    columns seen at the strict floor and above the lowest bucket; keep the rows when too many columns went
-    unseen (scaling would send them to almost nothing)."""
-    from noisysgd.preprocessing import SCALING_RATIO, scaling_decision
+    """feature_range="auto": scale when at least SCALING_TRUSTED columns stand out (strict floor,
+    above the lowest bucket) and their scales differ by more than SCALING_RATIO; keep the rows
+    otherwise (one units, or too few columns seen to tell)."""
+    from noisysgd.preprocessing import SCALING_RATIO, SCALING_TRUSTED, scaling_decision
 
+    assert (SCALING_RATIO, SCALING_TRUSTED) == (2.0, 2)
     low = 2.0 ** -15
     base = {"lowest_scale": low, "uninformative_features": 0}
     mixed = {**base, "scales": [2.0, 4.0, 4096.0], "strict_scales": [2.0, 4.0, 4096.0]}
@@ -206,11 +232,17 @@ def test_the_scaling_decision_reads_the_answer_alone():
     # a noise spike read at the 3σ floor only (not at the strict one) does not decide
     spiked = {**base, "scales": [4.0] * 19 + [256.0], "strict_scales": [4.0] * 19 + [4.0]}
     assert not scaling_decision(spiked)[0]
-    # the threshold is strict: a ratio of exactly SCALING_RATIO keeps the rows
+    # the threshold is strict: a ratio of exactly SCALING_RATIO keeps the rows, one bucket more scales
     assert not scaling_decision({**base, "scales": [1.0, SCALING_RATIO], "strict_scales": [1.0, SCALING_RATIO]})[0]
-    unseen = {**mixed, "uninformative_features": 1, "scales": [2.0, 2.0 ** 17, 4096.0]}
-    assert scaling_decision(unseen)[0] is False  # 1 of 3 unseen: over the quarter
-    assert "too few columns" in scaling_decision(unseen)[1]
+    assert scaling_decision({**base, "scales": [1.0, 2 * SCALING_RATIO], "strict_scales": [1.0, 2 * SCALING_RATIO]})[0]
+    # the ratio is read over the trusted columns alone, whatever went unseen
+    unseen = {**base, "uninformative_features": 5, "scales": [2.0, 4096.0] + [2.0] * 5,
+              "strict_scales": [2.0, 4096.0] + [0.0] * 5}
+    assert scaling_decision(unseen)[0]
+    # one trusted column cannot show two units: kept
+    few = {**base, "uninformative_features": 3, "scales": [4.0] * 4, "strict_scales": [4096.0, 0.0, 0.0, 0.0]}
+    assert scaling_decision(few) == (False, "1 of 4 columns stand out of the query's noise, too few to compare "
+                                            "their units: the rows were kept as given")
 
 
 @pytest.mark.parametrize("scale, expect", [(np.array([1.0, 1.0, 1.0, 1.0, 1.0]), False),

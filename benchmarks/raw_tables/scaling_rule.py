@@ -10,7 +10,13 @@ of the range query (the same seed draws the same noise: the script checks the an
 charged, not used).  A rule is a function of that answer alone (post-processing); this script
 picks, per fit, the outcome each rule would have chosen and computes the targets of README §5 with
 that row as "defaults" (T3's reference: the better of the rule's row and the always-scaled row, as
-report.py does).  Only the design half is read.
+report.py does).  Each file is read for the half its cells name (design, heldout, fresh, fourth, fifth);
+``the library's rule`` is :func:`noisysgd.preprocessing.scaling_decision` as installed, and the
+always-scaled outcome is the library's ``feature_range="private"`` of the run that wrote the file
+(README §16: the four sets re-run for the unseen columns' range, then read here)::
+
+    .venv/bin/python benchmarks/raw_tables/scaling_rule.py benchmarks/results/raw_tables_design.json \
+        [more files ...]
 """
 
 from __future__ import annotations
@@ -65,41 +71,69 @@ RULES = {
 }
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("json", type=Path)
-    args = ap.parse_args(argv)
-    data = json.loads(args.json.read_text())
-    design = [c for c in data["cells"] if c["half"] == "design"]
+def _trusted_count(a) -> int:
+    return int(_trusted(a, strict=True, drop_lowest=True).size)
+
+
+def _rules() -> dict:
+    from noisysgd.preprocessing import scaling_decision
+
+    return {"always raw (query charged)": lambda a: False, "always scaled": lambda a: True,
+            "the library's rule (noisysgd.preprocessing.scaling_decision)": lambda a: scaling_decision(a)[0],
+            "§8's rule (strict, drop lowest, lower median > 16, unseen ≤ 0.25)":
+                RULES["strict, drop lowest, lower median (library) > 16"],
+            "scale unless the query saw no column (3σ floor)": lambda a: a["uninformative_features"] < len(a["scales"]),
+            "≥ 1 trusted, and not (≥ 3 trusted within a factor 2)":
+                lambda a: _trusted_count(a) >= 1 and not (_trusted_count(a) >= 3 and ratio(a) <= 2),
+            **RULES}
+
+
+def evaluate(data: dict, half: str, rules: dict) -> tuple[list, float]:
+    """Per rule: (name, T1, T2, T3, mean accuracy, fits scaled, fits) on ``half`` of ``data``; and the
+    per-fit oracle's mean accuracy."""
+    cells = [c for c in data["cells"] if c["half"] == half]
     pairs = defaultdict(dict)
-    for c in design:
+    for c in cells:
         if c["method"] in (PRIVATE_RANGE, FORCED_RAW):
             pairs[(c["table"], c["seed"], c["epsilon"])][c["method"]] = c
-    mismatched = [k for k, v in pairs.items() if len(v) == 2 and v[PRIVATE_RANGE]["range_query"]["scales"]
-                  != v[FORCED_RAW]["range_query"]["scales"]]
+    # the same answer (the strict read: the 3σ read of an unseen column depends on the library's fallback)
+    mismatched = [k for k, v in pairs.items() if len(v) == 2 and v[PRIVATE_RANGE]["range_query"]["strict_scales"]
+                  != v[FORCED_RAW]["range_query"]["strict_scales"]]
     if mismatched:
         raise SystemExit(f"the two outcomes saw different answers: {mismatched[:3]}")
-    base = [c for c in design if c["method"] not in (DEFAULTS, FORCED_RAW)]
+    base = [c for c in cells if c["method"] not in (DEFAULTS, FORCED_RAW)]
     rows = []
-    for name, decide in {"always raw (query charged)": lambda a: False, "always scaled": lambda a: True,
-                         **RULES}.items():
+    for name, decide in rules.items():
         chosen = []
         scaled = 0
-        for key, v in pairs.items():
+        for v in pairs.values():
             s = decide(v[PRIVATE_RANGE]["range_query"])
             scaled += s
             chosen.append({**(v[PRIVATE_RANGE] if s else v[FORCED_RAW]), "method": DEFAULTS})
-        res = targets({"cells": base + chosen}, "design")
+        res = targets({"cells": base + chosen}, half)
         acc = np.mean([c["accuracy"] for c in chosen])
         rows.append((name, res["T1"][DEFAULTS], res["T2"].get(DEFAULTS), res["T3"][DEFAULTS], acc, scaled, len(pairs)))
-    oracle = []
-    for v in pairs.values():
-        oracle.append(max(v[PRIVATE_RANGE]["accuracy"], v[FORCED_RAW]["accuracy"]))
-    print("| rule (design half) | T1 | T2 | T3 | mean acc. | fits scaled |\n|---|---|---|---|---|---|")
-    for name, t1, t2, t3, acc, scaled, n in rows:
-        f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
-        print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {acc:.3f} | {scaled}/{n} |")
-    print(f"\nper-fit oracle mean accuracy {np.mean(oracle):.3f}")
+    oracle = np.mean([max(v[PRIVATE_RANGE]["accuracy"], v[FORCED_RAW]["accuracy"]) for v in pairs.values()])
+    return rows, float(oracle)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("json", type=Path, nargs="+")
+    ap.add_argument("--all-variants", action="store_true", help="also the ratio rules of README §7-8")
+    args = ap.parse_args(argv)
+    rules = _rules()
+    if not args.all_variants:
+        rules = dict(list(rules.items())[:6])
+    for path in args.json:
+        data = json.loads(path.read_text())
+        for half in dict.fromkeys(c["half"] for c in data["cells"]):
+            rows, oracle = evaluate(data, half, rules)
+            print(f"\n{path.name}, {half}:\n\n| rule | T1 | T2 | T3 | mean acc. | fits scaled |\n|---|---|---|---|---|---|")
+            for name, t1, t2, t3, acc, scaled, n in rows:
+                f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
+                print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {acc:.3f} | {scaled}/{n} |")
+            print(f"\nper-fit oracle mean accuracy {oracle:.3f}")
     return 0
 
 

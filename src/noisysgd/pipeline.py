@@ -310,14 +310,13 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
         events.append(QueryEvent.of("feature_range", q))
         if auto:
             scaled, why = scaling_decision(q)  # post-processing of the charged answer, nothing else
+            if scaled and q["uninformative_features"]:  # said in the certificate, not warned: the common case
+                why += (f"; the {q['uninformative_features']} of {len(q['scales'])} columns the query did not see "
+                        f"took the median range of those it saw (±{q['unseen_scale']:g}): public bounds "
+                        "(feature_range=(low, high)) would replace the guess")
             q["decision"] = why
             if not scaled:
                 return X, fmap
-            if q["uninformative_features"]:
-                warnings.warn(f"feature_range='auto' scaled the columns by a private range query that saw "
-                              f"{len(q['scales']) - q['uninformative_features']} of {len(q['scales'])} of them; "
-                              "the others fell to almost nothing. Give their public bounds (feature_range=(low, "
-                              "high)) or more rows", UserWarning, stacklevel=3)
         kind = "private"
     else:
         ranges, kind = requested, "public"

@@ -48,7 +48,7 @@ import numpy as np
 from .rowmaps import SPREAD, center_rows, clip_rows, row_norms, scale_to_ball  # (the maps; exported here)
 from .train.rows import block_rows
 
-__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges", "gaussian_share", "scaling_decision", "SCALING_RATIO", "SCALING_UNSEEN",
+__all__ = ["scale_to_ball", "SPREAD", "private_feature_ranges", "gaussian_share", "scaling_decision", "SCALING_RATIO", "SCALING_TRUSTED",
            "exponent_histogram", "private_ranges_within", "PRIVATE_RANGE_SHARE",
            "clip_rows", "center_rows", "private_center", "private_center_within", "combine_queries", "recorded_query", "CENTER_SHARE",
            "CENTER_DELTA_SHARE"]
@@ -96,12 +96,18 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     smallest found by bisection with μ-GDP ⇒ (``epsilon``, ``delta``)-DP by the exact
     conversion (their Corollary 2.13; :func:`noisysgd.gdp.gdp_epsilon`).
 
-    From the noisy counts (those below ``NOISE_FLOOR``·σ read as 0; a feature with none above
-    it gets the widest public range, and a ``UserWarning`` says how many did)
+    From the noisy counts (those below ``NOISE_FLOOR``·σ read as 0)
     s_j = 2^(k+1) for the smallest bucket k above which at
     most (1 − ``quantile``)·n of the noisy mass lies — post-processing, with
     n = the number of rows (public under replace adjacency; under add/remove the noisy total
     stands in for it).  Values beyond s_j are clipped by the scaling, as any range clips.
+    A feature with no count above the floor (unseen) gets the lower median of the ranges of the
+    features seen above the lowest bucket at a strict floor (none of the d·B empty counts above it
+    with probability 95 %) — its values clipped there rather than sent to almost nothing by the
+    widest public range, which it gets only where no feature was seen so (a ``UserWarning`` says
+    how many were unseen).  Clipping at a scale too small keeps a column's sign and order
+    up to the clip; scaling by one far too large erases it (README §16 of
+    ``benchmarks/raw_tables``: +0.6 to +2.9 points of mean accuracy on three of four table sets).
 
     Returns ((low, high), details) with low = −s, high = s (arrays of shape (d,))."""
     from .gdp import gdp_mu
@@ -123,11 +129,12 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     sigma = sens / mu
     noisy = counts + sigma * rng.standard_normal(counts.shape)
     k, empty = _quantile_buckets(noisy, NOISE_FLOOR * sigma, n, quantile, adjacency)
-    k[empty] = B - 1                                           # nothing above the floor: the widest public range
-    s = np.exp2(k + lo + 1.0)
     # the same read at a floor that all d·B empty counts stay under with probability 95 % (Bonferroni):
-    # the scales a decision about the whole table may trust (:func:`scaling_decision`)
+    # the scales a decision about the whole table may trust (:func:`scaling_decision`), and the one
+    # an unseen column takes
     k_s, unseen = _quantile_buckets(noisy, _bonferroni_floor(d * B) * sigma, n, quantile, adjacency)
+    k[empty] = _unseen_bucket(k_s, unseen, B)
+    s = np.exp2(k + lo + 1.0)
     k_s[unseen] = -1                                           # unseen at the strict floor
     details = {
         "feature_range": "private",
@@ -139,19 +146,33 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP), Corollary 2.13",
         "scales": s.tolist(),
         "uninformative_features": int(empty.sum()),
+        # the range an unseen feature took (post-processing of the seen ones'), None where none was unseen
+        "unseen_scale": float(s[empty][0]) if empty.any() else None,
         # at the strict floor: 2^(k+1) per column, 0 where unseen (post-processing of the same counts)
         "strict_scales": np.where(k_s >= 0, np.exp2(k_s + lo + 1.0), 0.0).tolist(),
         "lowest_scale": float(2.0 ** (lo + 1)),
     }
     if empty.any() and warn:  # post-processing of the released counts: saying so leaks nothing more
+        fallback = (f"the median of the seen ones' (±{s[empty][0]:g}), which may clip them"
+                    if s[empty][0] < 2.0 ** (hi + 1) else
+                    f"the widest public range (±2^{hi + 1}), which shrinks them to almost nothing")
         warnings.warn(
             f"feature_range='private': the query's noise (std {sigma:.3g} per count"
             + (f", n = {n} rows" if adjacency == "replace" else "") + ") swamps "
-            f"every count of {int(empty.sum())} of {d} features; their ranges fell back to the widest public "
-            f"range (±2^{hi + 1}), which shrinks them to almost nothing. Give public bounds "
-            "(feature_range=(low, high) arrays; noisysgd train --feature-range COL=LOW:HIGH, repeated) or more rows",
-            UserWarning, stacklevel=3)
+            f"every count of {int(empty.sum())} of {d} features; their ranges fell back to {fallback}. Give "
+            "public bounds (feature_range=(low, high) arrays; noisysgd train --feature-range COL=LOW:HIGH, "
+            "repeated) or more rows", UserWarning, stacklevel=3)
     return (-s, s), details
+
+
+def _unseen_bucket(k: np.ndarray, empty: np.ndarray, B: int) -> int:
+    """The bucket an unseen column's range is read at: the lower median of the buckets ``k`` of the
+    columns seen (not ``empty``) above the lowest (a column nearly always 0 says nothing of the others'
+    units), or the highest public bucket where none was (:func:`private_feature_ranges` passes the
+    read at the strict floor: one noise spike does not set every unseen column's range)."""
+    seen = k[~empty]
+    seen = np.sort(seen[seen > 0])
+    return int(seen[(seen.size - 1) // 2]) if seen.size else B - 1
 
 
 def _quantile_buckets(noisy: np.ndarray, floor: float, n: int, quantile: float, adjacency: str) -> tuple:
@@ -174,41 +195,42 @@ def _bonferroni_floor(counts: int, level: float = 0.05) -> float:
     return NormalDist().inv_cdf(1.0 - level / max(int(counts), 1))
 
 
-#: :func:`scaling_decision`: scale the rows when the largest trusted column scale is more than
-#: this many times their median (benchmarks/raw_tables/README.md §7-8) ...
-SCALING_RATIO = 16.0
-#: ... and at most this share of the columns went unseen by the query.
-SCALING_UNSEEN = 0.25
+#: :func:`scaling_decision`: scale the rows when the trusted columns' scales differ by more than this
+#: factor (largest over lower median: one binary bucket apart is the same units) ...
+SCALING_RATIO = 2.0
+#: ... read over at least this many trusted columns (fewer say nothing about the table's units).
+SCALING_TRUSTED = 2
 
 
 def scaling_decision(details: dict) -> tuple[bool, str]:
     """``feature_range="auto"``: whether to train on the privately scaled rows (True) or on the
     rows as given, with the reason — post-processing of the range query's answer
-    (:func:`private_feature_ranges`' details), nothing else.  Scale when the largest of the
-    columns' scales read at the strict (Bonferroni) floor is more than :data:`SCALING_RATIO` times
-    their (lower) median, over the columns seen there whose scale is above the lowest bucket (a column
-    nearly always 0 — a rare dummy, a border pixel — does not pull the median down), and when at
-    most :data:`SCALING_UNSEEN` of the columns went unseen (scaling sends an unseen column to
-    almost nothing).
+    (:func:`private_feature_ranges`' details), nothing else.  Scale when at least
+    :data:`SCALING_TRUSTED` columns stand out of the query's noise at the strict (Bonferroni)
+    floor above the lowest bucket (a column nearly always 0 — a rare dummy, a border pixel — says
+    nothing of the units) and their scales differ by more than :data:`SCALING_RATIO` (largest over
+    lower median); keep the rows as given otherwise: the columns share their units (scaling each
+    to its own range would reweigh them by the query's noise), or too few stood out to tell.
+    Chosen on four sets of tables and the evidence tables (``benchmarks/raw_tables/README.md`` §16).
 
     >>> scaling_decision({"strict_scales": [2.0, 4.0, 4096.0], "scales": [2.0, 4.0, 4096.0],
     ...                   "uninformative_features": 0, "lowest_scale": 2.0 ** -15})[0]
     True
     """
     d = len(details["scales"])
-    unseen = int(details["uninformative_features"])
-    if unseen > SCALING_UNSEEN * d:
-        return False, f"the query saw too few columns to scale by ({d - unseen} of {d})"
     s = np.asarray(details["strict_scales"], dtype=float)
     trusted = s[s > details["lowest_scale"]]
-    if trusted.size < 2:
-        return False, "fewer than two columns stand out of the query's noise"
+    if trusted.size < SCALING_TRUSTED:
+        return False, (f"{trusted.size} of {d} columns stand out of the query's noise, too few to compare "
+                       "their units: the rows were kept as given")
     ratio = float(trusted.max() / np.sort(trusted)[(trusted.size - 1) // 2])  # the lower median
     if ratio > SCALING_RATIO:
-        return True, (f"the columns' scales differ by a factor {ratio:.3g} (largest over median, > "
-                      f"{SCALING_RATIO:g}): the rows were scaled by the private ranges")
-    return False, (f"the columns' scales differ by a factor {ratio:.3g} only (largest over median, ≤ "
-                   f"{SCALING_RATIO:g}): the rows were kept as given")
+        return True, (f"the columns' scales differ by a factor {ratio:.3g} (largest over median of the {trusted.size} "
+                      f"that stand out of the query's noise, > {SCALING_RATIO:g}): the rows were scaled by the "
+                      "private ranges")
+    return False, (f"the columns' scales differ by a factor {ratio:.3g} only (largest over median of the "
+                   f"{trusted.size} that stand out of the query's noise, ≤ {SCALING_RATIO:g}): the rows were "
+                   "kept as given")
 
 
 def query_rng(seed, secure_mode: bool, stream: int):
