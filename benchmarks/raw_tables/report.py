@@ -1,7 +1,7 @@
 """The targets of issue 43 §6 from run.py's JSON, per half, and a markdown table per table.
 
     .venv/bin/python benchmarks/raw_tables/report.py benchmarks/results/raw_tables_design_baseline.json
-        [--markdown-only] [--no-markdown]
+        [more files, read over it] [--markdown-only] [--no-markdown]
 
 Cells are table × ε, each the mean over the seeds present (majority and non-private LR do not
 depend on ε: their per-seed values are shared by the three ε of a table).
@@ -37,6 +37,21 @@ T2_SHARE, T3_SHARE = 0.85, 0.90
 PRIVATE_ROWS = (DEFAULTS, PRIVATE_RANGE, DPL_NORM, DPL_CLIP)
 SHORT = {DEFAULTS: "defaults", PRIVATE_RANGE: 'f_r="private"', DPL_NORM: "dpl data_norm (not private)",
          DPL_CLIP: "dpl clip 1", NONPRIVATE: "non-private LR", MAJORITY: "majority"}
+
+
+def load(paths) -> dict:
+    """run.py's JSON files read as one: a later file's cell replaces an earlier one's of the same
+    (table, seed, method, ε) — a re-run of some rows read over the file it re-ran
+    (``raw_tables_rerun_unseen_median.json`` over the four sets' files, README §16)."""
+    merged: dict = {"runs": [], "tables": {}, "cells": {}}
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        merged["runs"] += data.get("runs", [])
+        merged["tables"].update(data.get("tables", {}))
+        for c in data["cells"]:
+            merged["cells"][(c["table"], c["seed"], c["method"], c["epsilon"])] = c
+    merged["cells"] = list(merged["cells"].values())
+    return merged
 
 
 def cells(data: dict) -> dict:
@@ -175,11 +190,12 @@ def regimes(data: dict, half: str) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("json", type=Path)
+    ap.add_argument("json", type=Path, nargs="+", help="run.py's files, read as one (load: a later file's cells "
+                                                         "replace an earlier one's)")
     ap.add_argument("--markdown-only", action="store_true")
     ap.add_argument("--no-markdown", action="store_true")
     args = ap.parse_args(argv)
-    data = json.loads(args.json.read_text())
+    data = load(args.json)
     halves = [h for h in ("design", "heldout", "fresh", "fourth", "fifth") if any(c["half"] == h for c in data["cells"])]
     for half in halves:
         if not args.markdown_only:

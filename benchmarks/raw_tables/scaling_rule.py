@@ -10,13 +10,15 @@ of the range query (the same seed draws the same noise: the script checks the an
 charged, not used).  A rule is a function of that answer alone (post-processing); this script
 picks, per fit, the outcome each rule would have chosen and computes the targets of README §5 with
 that row as "defaults" (T3's reference: the better of the rule's row and the always-scaled row, as
-report.py does).  Each file is read for the half its cells name (design, heldout, fresh, fourth, fifth);
+report.py does).  The files are read as one (``report.load``: a later file's cells replace an earlier
+one's), and each half their cells name (design, heldout, fresh, fourth, fifth) is evaluated;
 ``the library's rule`` is :func:`noisysgd.preprocessing.scaling_decision` as installed, and the
 always-scaled outcome is the library's ``feature_range="private"`` of the run that wrote the file
-(README §16: the four sets re-run for the unseen columns' range, then read here)::
+(README §16: the four sets' rows re-run for the unseen columns' range, read over their files)::
 
-    .venv/bin/python benchmarks/raw_tables/scaling_rule.py benchmarks/results/raw_tables_design.json \
-        [more files ...]
+    R=benchmarks/results
+    .venv/bin/python benchmarks/raw_tables/scaling_rule.py $R/raw_tables_{design,heldout,fresh,fourth}.json \\
+        $R/raw_tables_rerun_unseen_median.json $R/raw_tables_fifth.json [--all-variants]
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from report import targets  # noqa: E402
+from report import load, targets  # noqa: E402
 from run import DEFAULTS, FORCED_RAW, PRIVATE_RANGE  # noqa: E402
 
 
@@ -119,21 +121,20 @@ def evaluate(data: dict, half: str, rules: dict) -> tuple[list, float]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("json", type=Path, nargs="+")
+    ap.add_argument("json", type=Path, nargs="+", help="run.py's files, read as one (report.load)")
     ap.add_argument("--all-variants", action="store_true", help="also the ratio rules of README §7-8")
     args = ap.parse_args(argv)
     rules = _rules()
     if not args.all_variants:
         rules = dict(list(rules.items())[:6])
-    for path in args.json:
-        data = json.loads(path.read_text())
-        for half in dict.fromkeys(c["half"] for c in data["cells"]):
-            rows, oracle = evaluate(data, half, rules)
-            print(f"\n{path.name}, {half}:\n\n| rule | T1 | T2 | T3 | mean acc. | fits scaled |\n|---|---|---|---|---|---|")
-            for name, t1, t2, t3, acc, scaled, n in rows:
-                f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
-                print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {acc:.3f} | {scaled}/{n} |")
-            print(f"\nper-fit oracle mean accuracy {oracle:.3f}")
+    data = load(args.json)
+    for half in dict.fromkeys(c["half"] for c in data["cells"]):
+        rows, oracle = evaluate(data, half, rules)
+        print(f"\n{half}:\n\n| rule | T1 | T2 | T3 | mean acc. | fits scaled |\n|---|---|---|---|---|---|")
+        for name, t1, t2, t3, acc, scaled, n in rows:
+            f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
+            print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {acc:.3f} | {scaled}/{n} |")
+        print(f"\nper-fit oracle mean accuracy {oracle:.3f}")
     return 0
 
 
