@@ -173,6 +173,28 @@ def test_a_query_swamped_by_its_noise_says_so():
     assert details["uninformative_features"] == 0 and details["unseen_scale"] is None
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_ranges_and_the_decision_read_the_released_counts_alone(seed):
+    """Two tables whose every value falls in the same binary-exponent bucket (the query's only view of
+    them) get the same ranges, the same unseen columns' range and the same scaling decision from the
+    same noise: both are post-processing of the released counts (docs/privacy.md, issue 43's rule)."""
+    from noisysgd.preprocessing import scaling_decision
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 8)) * 10.0 ** rng.uniform(-2, 3, size=8)
+    X[:, :3] = np.sign(X[:, :3]) * np.array([1.0, 8.0, 64.0])     # three one-bucket columns: seen
+    bucket = np.exp2(np.floor(np.log2(np.abs(X))))
+    Y = np.sign(X) * bucket * rng.uniform(1.0, 2.0, size=X.shape)  # other values, the same buckets
+    assert np.array_equal(exponent_histogram(X, *EXPONENTS), exponent_histogram(Y, *EXPONENTS))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (lx, hx), dx = private_feature_ranges(X, 0.3, 1e-6, rng=seed)
+        (ly, hy), dy = private_feature_ranges(Y, 0.3, 1e-6, rng=seed)
+    assert dx["uninformative_features"] > 0 and dx["unseen_scale"] < 2.0 ** 17  # the fallback is exercised
+    assert np.array_equal(hx, hy) and np.array_equal(lx, ly)
+    assert dx == dy and scaling_decision(dx) == scaling_decision(dy)
+
+
 def test_an_unseen_column_takes_the_lower_median_of_the_seen_ones():
     """The fallback read off a chosen answer: columns whose counts clear the floor at buckets 3, 5, 5, 9
     and one nearly always 0 (the lowest bucket, left out), and two columns with no count above it: those
