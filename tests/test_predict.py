@@ -632,6 +632,17 @@ def test_a_plain_csv_takes_the_fast_path(tmp_path):
     assert load_table(path, target=None, features=["b", "a"]).X.tolist() == fast.X.tolist()
     _write_csv(path, ["a", "b"], [["1_000", 2]])  # float() reads it, numpy does not: the csv path does
     assert _load_plain_csv(path, None) is None and load_table(path, target=None).X.tolist() == [[1000.0, 2.0]]
+    # \n files: a blank first line (the header is the first row with a cell), blank rows
+    for text, names, X in (("\n1\n2\n", ["1"], [[2.0]]), (" ,\na,b\n1,2\n", ["a", "b"], [[1.0, 2.0]]),
+                           ("a\n1\n\n2\n", ["a"], [[1.0], [2.0]]),
+                           ("a,b\n1,2\n,\n3,4", ["a", "b"], [[1.0, 2.0], [3.0, 4.0]])):
+        path.write_bytes(text.encode())
+        table, fast = load_table(path, target=None), _load_plain_csv(path, None)
+        assert (table.feature_names, table.X.tolist()) == (names, X)
+        assert fast is None or (fast.feature_names, fast.X.tolist()) == (names, X)
+    path.write_bytes(b"a,b,c\n1,2,x\n3,4,y\n")  # a text column not read: the fast path
+    fast = _load_plain_csv(path, ["b", "a"])
+    assert fast is not None and fast.X.tolist() == [[2.0, 1.0], [4.0, 3.0]]
 
 
 def test_create_exclusive_never_reuses_a_name(tmp_path, monkeypatch):

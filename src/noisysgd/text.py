@@ -12,7 +12,6 @@ import math
 import os
 import re
 import sys
-import textwrap
 
 __all__ = ["fmt", "table", "terminal_columns", "terminal_width", "fill", "epsilon_summary", "calibration_summary",
            "plan_summary", "short_repr", "queries_text", "QUERY_NAMES"]
@@ -56,6 +55,8 @@ def fmt(value, digits: int = 4) -> str:
 
 def fill(text: str, *, indent: str = "", subsequent_indent: str = "    ", width: int | None = None) -> str:
     """``text`` wrapped to the terminal width, never inside ``name = value`` or ``37 epochs``."""
+    import textwrap  # (here: noisysgd predict, which imports this module, wraps nothing)
+
     nbsp = "\u00a0"  # textwrap breaks at ASCII whitespace only
     kept = re.sub(r"(?<=\S) = (?=\S)", f"{nbsp}={nbsp}", text)
     kept = re.sub(r"(?<=\d) (?=(?:epochs?|steps?)\b)", nbsp, kept)
@@ -66,6 +67,8 @@ def fill(text: str, *, indent: str = "", subsequent_indent: str = "    ", width:
 def table(rows: list[list[str]], *, width: int | None = None) -> str:
     """Columns padded to their widest cell, a rule under the header; the last
     column (free text) wrapped to the width, continued under itself."""
+    import textwrap
+
     width = width or terminal_width()
     ncol = len(rows[0])
     widths = [max(len(r[i]) for r in rows) for i in range(ncol)]
