@@ -169,3 +169,24 @@ def test_initialization_is_validated_and_recorded():
     assert run.replace(initialization="Gaussian").initialization == "gaussian"
     with pytest.raises(ValueError, match="initialization must be one of fixed, gaussian. Found 'random'"):
         run.replace(initialization="random")
+
+
+@given(z=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.none(), st.integers(-3, 3), st.just("2")),
+       batching=st.sampled_from(["poisson", "cyclic", "shuffle", "full"]))
+def test_replacing_the_noise_multiplier_is_a_fresh_construction(z, batching):
+    """Run.replace(noise_multiplier=z), the calibrations' change (which checks that field alone), gives
+    the run a fresh construction gives, and refuses what it refuses with the same error."""
+    base = dict(n=64, batch_size=64 if batching == "full" else 8, steps=10, batching=batching, learning_rate=0.1,
+                lipschitz=1.0, smoothness=2.0, strong_convexity=0.5, noise_multiplier=1.0)
+    run = Run(**base)
+    try:
+        fresh = Run(**{**base, "noise_multiplier": z})
+    except ValueError as exc:
+        with pytest.raises(ValueError) as caught:
+            run.replace(noise_multiplier=z)
+        assert str(caught.value) == str(exc)
+        return
+    replaced = run.replace(noise_multiplier=z)
+    assert replaced == fresh and hash(replaced) == hash(fresh) and replaced is not run
+    assert run.noise_multiplier == 1.0  # the original is untouched
+    assert replaced.to_dict() == fresh.to_dict()

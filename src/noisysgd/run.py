@@ -14,6 +14,7 @@ moves the parameters by −η(g + noise): parameter noise of standard deviation
 
 from __future__ import annotations
 
+import copy
 import math
 import operator
 from dataclasses import dataclass, fields
@@ -454,7 +455,14 @@ class Run:
         )
 
     def replace(self, **changes) -> "Run":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).  A change of the noise multiplier alone
+        (what a calibration makes at every noise it tries) checks that field alone: no other field's
+        check reads it."""
+        if changes.keys() == {"noise_multiplier"}:
+            new = copy.copy(self)
+            object.__setattr__(new, "noise_multiplier",
+                               checked_real("noise_multiplier", changes["noise_multiplier"], optional=True))
+            return new
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return type(self)(**values)
