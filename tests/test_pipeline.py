@@ -50,3 +50,30 @@ def test_given_the_queries_answers_nothing_else_of_the_data_moves_a_decision(fea
     # and the answers were needed: asked afresh on the other rows, the queries answer differently
     fresh = fit_declared(X2, y2, loss, decl, Execution(random_state=0))
     assert fresh.fit.certificate["preprocessing"] != a["preprocessing"]
+
+
+@pytest.mark.parametrize("recorded_scaled", [True, False])
+def test_a_replayed_range_answer_keeps_the_decision_its_run_took(recorded_scaled):
+    """feature_range="auto" on a resumed checkpoint: the rows are scaled or kept as the recorded run
+    decided (its iterate was trained on those rows), even where this version's rule reads the same
+    answer otherwise; answers recorded before the "scaled" flag existed are read off their reason."""
+    decl = Declared(task="classification", epsilon=1.0, delta=None, noise_multiplier=None, feature_clip=1.0,
+                    intercept_scaling=0.25, intercept_auto=True, clip_norm="auto", release="auto",
+                    feature_range="auto", center="private", prior=True)
+    loss = classification_loss(2)
+    X, y = _data(0, np.array([1.0, 3.0, 0.5, 10.0, 1.0, 2.0]))
+    first = fit_declared(X, y, loss, decl, Execution(random_state=0))
+    assert first.feature_map.ranges is not None  # the rule scales this table
+    for old_format in (False, True):
+        answers = json.loads(json.dumps(first.fit.certificate["preprocessing"]))
+        part = next(p for p in answers["parts"] if "feature_range" in p)
+        part["decision"] = ("an older rule: the rows were scaled by the private ranges" if recorded_scaled
+                            else "an older rule: the rows were kept as given")
+        if old_format:
+            del part["scaled"]
+        else:
+            part["scaled"] = recorded_scaled
+        again = fit_declared(X, y, loss, decl, Execution(random_state=0), recorded=answers)
+        assert (again.feature_map.ranges is not None) == recorded_scaled
+        replayed = next(p for p in again.fit.certificate["preprocessing"]["parts"] if "feature_range" in p)
+        assert replayed["decision"] == part["decision"] and replayed["scaled"] == recorded_scaled

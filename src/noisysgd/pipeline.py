@@ -309,12 +309,8 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
             q["public_indicator_columns"] = int(mask.sum())
         events.append(QueryEvent.of("feature_range", q))
         if auto:
-            scaled, why = scaling_decision(q)  # post-processing of the charged answer, nothing else
-            if scaled and q["uninformative_features"]:  # said in the certificate, not warned: the common case
-                why += (f"; the {q['uninformative_features']} of {len(q['scales'])} columns the query did not see "
-                        f"took the median range of those it saw (±{q['unseen_scale']:g}): public bounds "
-                        "(feature_range=(low, high)) would replace the guess")
-            q["decision"] = why
+            scaled, why = _scaling(q, replayed=recorded_part(recorded, "feature_range") is not None)
+            q["decision"], q["scaled"] = why, scaled
             if not scaled:
                 return X, fmap
         kind = "private"
@@ -322,6 +318,22 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
         ranges, kind = requested, "public"
     fmap = replace(fmap, ranges=ranges, ranges_kind=kind)
     return scale_to_ball(X, ranges, p["feature_clip"]), fmap
+
+
+def _scaling(q: dict, replayed: bool) -> tuple[bool, str]:
+    """``feature_range="auto"``'s decision from the range query's answer ``q`` (post-processing of the
+    charged answer, nothing else) and why.  A ``replayed`` answer (a resumed checkpoint's) keeps the
+    decision its run took, whatever this version's rule says: the iterate was trained on those rows."""
+    if replayed and "scaled" in q:
+        return bool(q["scaled"]), q.get("decision", "")
+    if replayed and "decision" in q:  # recorded before "scaled" was: every scaled run's reason says so
+        return "were scaled" in q["decision"], q["decision"]
+    scaled, why = scaling_decision(q)
+    if scaled and q["uninformative_features"]:  # said in the certificate, not warned: the common case
+        why += (f"; the {q['uninformative_features']} of {len(q['scales'])} columns the query did not see "
+                f"took the median range of those it saw (±{q['unseen_scale']:g}): public bounds "
+                "(feature_range=(low, high)) would replace the guess")
+    return scaled, why
 
 
 class _Columns:
