@@ -571,3 +571,55 @@ def test_cli_checkpoint_resume(tmp_path, monkeypatch, capsys):
     assert main([*common, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "SECRET: it holds a hidden iterate" in text and "--secure-mode" in text
+
+
+def _interrupted_after_first_save(monkeypatch, clf, X, y):
+    from noisysgd.train import checkpoint as ck
+
+    save = ck.Ledger.save
+
+    def save_then_stop(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        raise KeyboardInterrupt("stopped after the first save")
+
+    with monkeypatch.context() as m:
+        m.setattr(ck.Ledger, "save", save_then_stop)
+        with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(X, y)
+
+
+@pytest.mark.parametrize("recorded_scaled", [True, False])
+def test_an_auto_range_answer_recorded_by_an_older_version_resumes_with_its_decision(tmp_path, monkeypatch,
+                                                                                     recorded_scaled):
+    """A checkpoint whose feature_range="auto" answer was recorded by an older version (another rule,
+    its own reason, no "scaled" flag) resumes — the recorded answer is reused as it was written,
+    nothing added to it, so the resume's comparison of the data's preparation holds — and the rows are
+    scaled or kept as that run decided, whatever this version's rule reads from the same answer."""
+    import noisysgd.pipeline as pipeline
+    from noisysgd.train.checkpoint import read_checkpoint, write_checkpoint
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 4)) * np.array([1.0, 1e4, 300.0, 1e-2])
+    y = (X[:, 0] + X[:, 1] / 1e4 > 0).astype(int)
+    assert pipeline.scaling_decision(NoisySGDClassifier(epsilon=2.0, classes=[0, 1], random_state=3).fit(X, y)
+                                     .privacy_report_["preprocessing"]["parts"][0])[0]  # this version scales them
+    reason = ("an older rule's reason: the rows were scaled by the private ranges" if recorded_scaled
+              else "an older rule's reason: the rows were kept as given")
+    path = tmp_path / "run.ckpt"
+    clf = NoisySGDClassifier(epsilon=2.0, classes=[0, 1], random_state=3, checkpoint=str(path), checkpoint_every=1)
+    with monkeypatch.context() as m:  # the older version's rule and reason
+        m.setattr(pipeline, "scaling_decision", lambda q: (recorded_scaled, reason))
+        _interrupted_after_first_save(monkeypatch, clf, X, y)
+    ck = read_checkpoint(path)
+    pre = ck.header["description"]["context"]["preprocessing"]
+    part = next(p for p in pre.get("parts", [pre]) if "feature_range" in p)
+    assert part.pop("scaled") is recorded_scaled and part["decision"] == reason  # recorded as before the flag
+    write_checkpoint(path, ck.header, ck.arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)  # resumes (a CheckpointError would say the data were prepared otherwise)
+    report = clf.privacy_report_["preprocessing"]
+    replayed = next(p for p in report.get("parts", [report]) if "feature_range" in p)
+    assert replayed["decision"] == reason and "scaled" not in replayed
+    assert (clf.feature_map_.ranges is not None) == recorded_scaled

@@ -195,6 +195,43 @@ def test_the_ranges_and_the_decision_read_the_released_counts_alone(seed):
     assert dx == dy and scaling_decision(dx) == scaling_decision(dy)
 
 
+class _ChosenNoise:
+    """An rng whose standard normals are given: the query's noise chosen by the test."""
+
+    def __init__(self, noise):
+        self.noise = noise
+
+    def standard_normal(self, shape):
+        return np.broadcast_to(self.noise, shape).copy()
+
+
+def test_the_strict_read_the_decision_and_the_fallback_move_with_the_noise_alone():
+    """The same rows under two chosen noises: with none, three columns stand out (one bucket each,
+    scales 2, 16 and 1024) and the rows are scaled; with noise that sinks the counts of two of them
+    below the strict floor (not below 3σ), they no longer count as trusted, the decision keeps the rows,
+    and the unseen column's range follows the one left.  A read of the noiseless counts would not move."""
+    from noisysgd.preprocessing import _bonferroni_floor, scaling_decision
+
+    n = 4000
+    X = np.ones((n, 4)) * np.array([1.0, 8.0, 512.0, 1.0])
+    X[:, 3] = np.exp2(np.arange(n) % 33 - 16)            # spread over every bucket: unseen at ε = 0.1
+    lo = EXPONENTS[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, quiet = private_feature_ranges(X, 0.1, 1e-6, rng=_ChosenNoise(0.0))
+        sigma = quiet["noise_std"]
+        noise = np.zeros((4, EXPONENTS[1] - lo + 1))
+        floor = 0.5 * (3.0 + _bonferroni_floor(4 * noise.shape[1]))  # between 3σ and the strict floor
+        for j, k in ((1, 3 - lo), (2, 9 - lo)):             # the buckets of 8 and 512
+            noise[j, k] = (floor * sigma - n) / sigma      # the count lands between the floors
+        _, sunk = private_feature_ranges(X, 0.1, 1e-6, rng=_ChosenNoise(noise))
+    assert quiet["strict_scales"][:3] == [2.0, 16.0, 1024.0] and scaling_decision(quiet)[0]
+    assert quiet["unseen_scale"] == 16.0                  # lower median of 2, 16, 1024
+    assert sunk["scales"][:3] == [2.0, 16.0, 1024.0]        # still seen at 3σ
+    assert sunk["strict_scales"][:3] == [2.0, 0.0, 0.0] and not scaling_decision(sunk)[0]
+    assert sunk["unseen_scale"] == 2.0
+
+
 def test_an_unseen_column_takes_the_lower_median_of_the_seen_ones():
     """The fallback read off a chosen answer: columns whose counts clear the floor at buckets 3, 5, 5, 9
     and one nearly always 0 (the lowest bucket, left out), and two columns with no count above it: those

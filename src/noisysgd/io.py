@@ -293,7 +293,7 @@ def _load_plain_csv(p: str, features) -> Table | None:
     if not data.isascii() or data.translate(None, _PLAIN_BYTES):
         return None
     breaks = "\n"
-    returns = data.count(b"\r") if b"\r" in data else 0  # (a search stops at the first: most files have none)
+    returns = data.count(b"\r") if b"\r" in data else 0  # (a memchr scan: most files have no \r to count)
     if returns:  # the csv module's line breaks (and Excel's): every \r in a \r\n, every \n after a \r
         breaks = "\r\n"
     lines = data.decode("ascii").split(breaks)

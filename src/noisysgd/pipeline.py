@@ -309,8 +309,10 @@ def _ranges(X, declared: Declared, p: dict, n: int, execution: Execution, record
             q["public_indicator_columns"] = int(mask.sum())
         events.append(QueryEvent.of("feature_range", q))
         if auto:
-            scaled, why = _scaling(q, replayed=recorded_part(recorded, "feature_range") is not None)
-            q["decision"], q["scaled"] = why, scaled
+            replayed = recorded_part(recorded, "feature_range") is not None
+            scaled, why = _scaling(q, replayed=replayed)
+            if not replayed:  # (a replayed answer stays as its checkpoint recorded it: the resume compares them)
+                q["decision"], q["scaled"] = why, scaled
             if not scaled:
                 return X, fmap
         kind = "private"
@@ -330,9 +332,10 @@ def _scaling(q: dict, replayed: bool) -> tuple[bool, str]:
         return "were scaled" in q["decision"], q["decision"]
     scaled, why = scaling_decision(q)
     if scaled and q["uninformative_features"]:  # said in the certificate, not warned: the common case
-        why += (f"; the {q['uninformative_features']} of {len(q['scales'])} columns the query did not see "
-                f"took the median range of those it saw (±{q['unseen_scale']:g}): public bounds "
-                "(feature_range=(low, high)) would replace the guess")
+        what = "numeric columns" if "public_indicator_columns" in q else "columns"
+        why += (f"; the {q['uninformative_features']} of {len(q['scales'])} {what} the query did not see took "
+                f"the lower median of the ranges read at its strict floor for those seen there "
+                f"(±{q['unseen_scale']:g}): public bounds (feature_range=(low, high)) would replace the guess")
     return scaled, why
 
 

@@ -101,11 +101,13 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     most (1 − ``quantile``)·n of the noisy mass lies — post-processing, with
     n = the number of rows (public under replace adjacency; under add/remove the noisy total
     stands in for it).  Values beyond s_j are clipped by the scaling, as any range clips.
-    A feature with no count above the floor (unseen) gets the lower median of the ranges of the
-    features seen above the lowest bucket at a strict floor (none of the d·B empty counts above it
-    with probability 95 %) — its values clipped there rather than sent to almost nothing by the
-    widest public range, which it gets only where no feature was seen so (a ``UserWarning`` says
-    how many were unseen).  Clipping at a scale too small keeps a column's sign and order
+    A feature with no count above the floor (unseen) gets the lower median of the ranges read at a
+    strict floor (none of the d·B empty counts above it with probability 95 %, and never below
+    ``NOISE_FLOOR``) for the features seen there above the lowest bucket — its values clipped there
+    rather than sent to almost nothing by the widest public range, which it gets only where no
+    feature was seen so (a ``UserWarning`` says how many were unseen).  The strict read drops the
+    counts between the two floors, so this range is at or below the median of the ranges those
+    features got: a guess that clips rather than shrinks.  Clipping at a scale too small keeps a column's sign and order
     up to the clip; scaling by one far too large erases it (README §16 of
     ``benchmarks/raw_tables``: +0.6 to +2.9 points of mean accuracy on three of four table sets).
 
@@ -132,7 +134,8 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     # the same read at a floor that all d·B empty counts stay under with probability 95 % (Bonferroni):
     # the scales a decision about the whole table may trust (:func:`scaling_decision`), and the one
     # an unseen column takes
-    k_s, unseen = _quantile_buckets(noisy, _bonferroni_floor(d * B) * sigma, n, quantile, adjacency)
+    strict = max(NOISE_FLOOR, _bonferroni_floor(d * B))  # (never below the 3σ floor: at d = 1 it would be)
+    k_s, unseen = _quantile_buckets(noisy, strict * sigma, n, quantile, adjacency)
     k[empty] = _unseen_bucket(k_s, unseen, B)
     s = np.exp2(k + lo + 1.0)
     k_s[unseen] = -1                                           # unseen at the strict floor
@@ -153,7 +156,7 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "lowest_scale": float(2.0 ** (lo + 1)),
     }
     if empty.any() and warn:  # post-processing of the released counts: saying so leaks nothing more
-        fallback = (f"the median of the seen ones' (±{s[empty][0]:g}), which may clip them"
+        fallback = (f"the median of the seen ones' read at a strict floor (±{s[empty][0]:g}), which may clip them"
                     if s[empty][0] < 2.0 ** (hi + 1) else
                     f"the widest public range (±2^{hi + 1}), which shrinks them to almost nothing")
         warnings.warn(

@@ -301,6 +301,7 @@ class Run:
     adaptive_clip: AdaptiveClip | None = None
 
     def __post_init__(self) -> None:
+        # (no check here may read noise_multiplier but its own: replace() checks that field alone)
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         n = checked_integer("n", self.n)
         batching = checked_choice("batching", self.batching, BATCHING_SCHEMES)
