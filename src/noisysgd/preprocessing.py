@@ -107,9 +107,10 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
     rather than sent to almost nothing by the widest public range, which it gets only where no
     feature was seen so (a ``UserWarning`` says how many were unseen).  The strict read drops the
     counts between the two floors, so this range is at or below the median of the ranges those
-    features got: a guess that clips rather than shrinks.  Clipping at a scale too small keeps a column's sign and order
-    up to the clip; scaling by one far too large erases it (README §16 of
-    ``benchmarks/raw_tables``: +0.6 to +2.9 points of mean accuracy on three of four table sets).
+    features got: a guess that clips rather than shrinks.  Clipping at a scale too small keeps a
+    column's sign and order up to the clip; scaling by one far too large erases it
+    (``benchmarks/raw_tables/README.md`` §16: ``feature_range="private"`` moved by +0.3, +1.2 and
+    +0.1 points of mean accuracy on three table sets, −0.1 on the fourth).
 
     Returns ((low, high), details) with low = −s, high = s (arrays of shape (d,))."""
     from .gdp import gdp_mu
