@@ -157,7 +157,8 @@ def private_feature_ranges(X, epsilon: float, delta: float, *, adjacency: str = 
         "lowest_scale": float(2.0 ** (lo + 1)),
     }
     if empty.any() and warn:  # post-processing of the released counts: saying so leaks nothing more
-        fallback = (f"the median of the seen ones' read at a strict floor (±{s[empty][0]:g}), which may clip them"
+        fallback = (f"the median of the seen ones' ranges, read at a strict floor (±{s[empty][0]:g}), "
+                    "which may clip them"
                     if s[empty][0] < 2.0 ** (hi + 1) else
                     f"the widest public range (±2^{hi + 1}), which shrinks them to almost nothing")
         warnings.warn(
