@@ -243,3 +243,67 @@ def test_coarse_cells_past_the_bulk_change_nothing_but_the_cost(q, z, monkeypatc
     np.testing.assert_allclose(coarse, fine, rtol=1e-12, atol=0)
     if q == 0.128:
         assert sum(g[4] > g[3] for g in grids) >= len(alphas) // 2  # the point: most orders use them
+
+
+@settings(max_examples=30, deadline=None)
+@given(q=st.floats(1e-4, 0.9), sigma=st.floats(0.3, 300.0), picks=st.lists(st.integers(0, len(DEFAULT_ORDERS) - 1),
+                                                                         min_size=1, max_size=40, unique=True),
+       scale=st.lists(st.floats(0.2, 5.0), min_size=40, max_size=40))
+def test_the_loose_pair_is_skipped_only_where_it_cannot_be_the_smaller(q, sigma, picks, scale):
+    """replace_one_sampled_gaussian_rdp takes the smaller of the quadrature and the 2L pair's
+    S_α(q, σ/2) at every order; it computes S only where the quadrature bound may exceed it
+    (above the exact integer order's series rounded down).  Whatever the bound, the result is the
+    minimum with S at every order, bit for bit, after the envelope the caller takes."""
+    from noisysgd.rdp import _below_loose, _monotone_envelope
+
+    alpha = np.sort(DEFAULT_ORDERS[picks])
+    loose = sampled_gaussian_rdp(alpha, q, sigma)       # (its own envelope: the same after the outer one)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = np.array([sampled_gaussian_rdp([a], q, sigma)[0] for a in alpha])
+    bound = raw * np.array(scale[:alpha.size])        # straddling the loose bound either way
+    ours = _monotone_envelope(alpha, _below_loose(alpha, q, sigma, bound))
+    np.testing.assert_array_equal(ours, _monotone_envelope(alpha, np.minimum(bound, loose)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.integers(2, 200), q=st.floats(1e-4, 0.9), sigma=st.floats(0.3, 100.0))
+def test_the_integer_series_rounded_down_is_below_the_exact_value(order, q, sigma):
+    """The lower bound that lets the 2L pair be skipped: _rdp_int(lower=True) ≤ S_α (mpmath, 60
+    digits) ≤ _rdp_int(), at integer orders."""
+    from mp_reference import sgm_rdp_mp
+
+    from noisysgd.rdp import _rdp_int
+
+    exact = sgm_rdp_mp(order, q, sigma)
+    lo = _rdp_int(np.array([float(order)]), q, sigma, lower=True)[0]
+    hi = _rdp_int(np.array([float(order)]), q, sigma)[0]
+    assert mp.mpf(lo) <= exact <= mp.mpf(hi)
+    assert lo >= hi * (1 - 1e-9)  # a rounding apart, not a looser bound
+
+
+def mp_log_u(r, alpha):
+    with mp.workdps(50):
+        r, a = mp.mpf(r), mp.mpf(alpha)
+        return mp.log(mp.e ** (a * r) - a * mp.expm1(r) - 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(alphas=st.lists(st.floats(1.01, 600.0), min_size=1, max_size=6),
+       log_r=st.lists(st.floats(-9.0, 1.0), min_size=1, max_size=50), negative=st.booleans())
+def test_log_u_matches_mpmath_on_every_branch(alphas, log_r, negative):
+    """log u(e^r) (the quadrature's integrand) on a block of orders × cells: the series by Horner's
+    rule where |αr| < 0.1 (over the whole block where most cells are there, else on those cells
+    alone), the closed forms elsewhere — each to ~1e-13 of the mpmath value."""
+    from noisysgd.quadrature import _log_u
+
+    r = np.array([(-1.0 if negative else 1.0) * 10.0 ** x for x in log_r])
+    a = np.array(alphas)[:, None]
+    with np.errstate(all="ignore"):
+        ours = _log_u(r, a)
+    for i, alpha in enumerate(alphas):
+        for j, rj in enumerate(r):
+            ref = mp_log_u(rj, alpha)
+            if not mp.isfinite(ref) or abs(ref) > 700:
+                continue
+            assert abs(ours[i, j] - float(ref)) <= 1e-12 * max(1.0, abs(float(ref))), (alpha, rj)

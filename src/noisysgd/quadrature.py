@@ -66,8 +66,12 @@ def replace_one_orders(alpha: tuple, q: float, sigma: float, coarser: int = 1) -
     # a few orders at a time: rows of cells × orders up to ~_REPLACE_BATCH values (larger blocks
     # leave the cache and cost more than numpy's per-call overhead they save)
     step = max(1, _REPLACE_BATCH * coarser // (_REPLACE_CELLS + 1024))
+    # the cells of the x ≥ 0 grids that some order uses, computed once for all the batches
+    prefix: dict = {}
+    for g in (_right_grid(a, q, mu, coarser) for a in alpha):
+        prefix[g[0], g[2]] = max(prefix.get((g[0], g[2]), 0), g[1])
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-        logs = np.concatenate([_replace_one_log_am1(alpha[i:i + step], q, mu, coarser)
+        logs = np.concatenate([_replace_one_log_am1(alpha[i:i + step], q, mu, coarser, prefix)
                                for i in range(0, len(alpha), step)])
     for a, log_am1 in zip(alpha, logs.tolist()):
         if not np.isfinite(log_am1):
@@ -98,30 +102,57 @@ _SERIES_TERMS = range(2, 16)
 def _log_u(r, a):
     """log u(e^r) = log(e^{αr} − α(e^r − 1) − 1), stable for every r; ``a`` (α) a number, or a
     column of orders (one row of cells ``r`` per order)."""
-    orders = np.atleast_1d(np.asarray(a, dtype=float)).reshape(-1)
-    r, a = np.broadcast_arrays(np.asarray(r, dtype=float), np.asarray(a, dtype=float))
+    a = np.asarray(a, dtype=float)
+    r = np.asarray(r, dtype=float)
     ar = a * r
-    out = np.empty_like(ar)
+    shape = ar.shape
+    rb, ab = np.broadcast_to(r, shape), np.broadcast_to(a, shape)
+    out = np.empty(shape)
     big = ar > 1.0
     small = np.abs(ar) < 0.1
-    rest = ~big & ~small
-    ab = a[big]
-    out[big] = ar[big] + np.log1p(-ab * np.exp((1 - ab) * r[big]) + (ab - 1) * np.exp(-ar[big]))
-    out[rest] = np.log(np.expm1(ar[rest]) - a[rest] * np.expm1(r[rest]))
-    if small.any():
-        # Σ_{k≥2} (α^k − α) r^k / k!, α^k − α = α·expm1((k−1) log α); |αr| < 0.1, so
-        # 14 terms leave a remainder below 1e-16 of the first.  The coefficients per order.
-        coef = np.array([[x * math.expm1((k - 1) * math.log(x)) for k in _SERIES_TERMS] for x in orders])
-        row = np.nonzero(small)[0] if small.ndim == 2 and orders.size > 1 else np.zeros(int(small.sum()), int)
-        rs = r[small]
-        ser = np.zeros_like(rs)
-        power, fact = rs.copy(), 1.0
-        for j, k in enumerate(_SERIES_TERMS):
-            power = power * rs
-            fact *= k
-            ser += coef[row, j] * power / fact
-        out[small] = np.log(ser)
+    rest = ~(big | small)
+    if big.any():
+        a_big, ar_big = ab[big], ar[big]
+        out[big] = ar_big + np.log1p(-a_big * np.exp((1 - a_big) * rb[big]) + (a_big - 1) * np.exp(-ar_big))
+    if rest.any():
+        out[rest] = np.log(np.expm1(ar[rest]) - ab[rest] * np.expm1(rb[rest]))
+    count = int(np.count_nonzero(small))
+    if count:
+        # Σ_{k≥2} (α^k − α) r^k / k! by Horner's rule (|αr| < 0.1: 14 terms leave a remainder
+        # below 1e-16 of the first), the coefficients per order (:func:`_series_coefficients`)
+        orders = np.atleast_1d(a).reshape(-1)
+        coef = _series_coefficients(tuple(orders.tolist()))      # (terms, orders), highest power first
+        if a.ndim == 2 and a.shape[0] > 1 and 2 * count >= small.size:
+            # most of the block: the whole of it, one column of coefficients per order (no gathers)
+            ser = np.broadcast_to(coef[0][:, None], shape).copy()
+            for c in coef[1:]:
+                ser *= rb
+                ser += c[:, None]
+            ser *= rb
+            ser *= rb
+            out[small] = np.log(ser[small])
+        else:
+            rs = rb[small]
+            if orders.size > 1 and small.ndim == 2:
+                cs = coef[:, np.nonzero(small)[0]]
+            else:
+                cs = np.broadcast_to(coef[:, :1], (coef.shape[0], count))
+            ser = cs[0].copy()
+            for c in cs[1:]:
+                ser *= rs
+                ser += c
+            out[small] = np.log(ser * rs * rs)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _series_coefficients(orders: tuple) -> np.ndarray:
+    """(α^k − α)/k! for k in :data:`_SERIES_TERMS`, highest k first (one row per k, one column per
+    order of ``orders``): α^k − α = α·expm1((k − 1) log α), exact where α is near 1."""
+    coef = np.array([[x * math.expm1((k - 1) * math.log(x)) / math.factorial(k) for x in orders]
+                     for k in reversed(_SERIES_TERMS)])
+    coef.setflags(write=False)
+    return coef
 
 
 @functools.lru_cache(maxsize=64)
@@ -215,11 +246,13 @@ def _right_cells(pieces, width: float, ar: np.ndarray, lar: np.ndarray, inside: 
     return np.where(inside, cell, -np.inf)
 
 
-def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1) -> np.ndarray:
+def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1, prefix: dict | None = None) -> np.ndarray:
     """log of an upper bound on A_α − 1 for the replace-one pair (see the caller), at every order
     of ``alphas`` at once (one row of cells per order: the per-cell arithmetic is the same,
     without numpy's per-call cost once per order); cells ``coarser`` times wider and fewer
-    (:func:`screen_quadrature`), each bound as rigorous."""
+    (:func:`screen_quadrature`), each bound as rigorous.  ``prefix``: for each x ≥ 0 grid (cell
+    width, cells), how many of its first cells to compute its order-independent pieces on (at
+    least what these orders use: the caller's batches share them); None: these orders' own."""
     alphas = [float(x) for x in alphas]
     a = np.array(alphas)[:, None]                       # one row per order
     log_a = np.array([math.log(x) for x in alphas])[:, None]
@@ -262,7 +295,9 @@ def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1) -> np.nd
         width_r, n_shared = key
         n_rows = np.array([grids[i][1] for i in rows])[:, None]
         n_max = int(n_rows.max())
-        pieces = [v[:n_max] for v in _replace_one_pieces(q, mu, 0.0, width_r, n_shared)]
+        # the shared grid's first cells only (the points 0 + width·k whatever their count)
+        n_prefix = n_max if prefix is None else max(n_max, prefix.get(key, n_max))
+        pieces = [v[:n_max] for v in _replace_one_pieces(q, mu, 0.0, width_r, n_prefix)]
         inside = np.arange(n_max)[None, :] < n_rows    # each order's own prefix of the cells
         add(rows, _right_cells(pieces, width_r, a[rows], log_a[rows], inside, mu))
     rows = [i for i, g in enumerate(grids) if g[4] > g[3]]
