@@ -269,6 +269,31 @@ def test_bisect_decreasing_is_quick_on_the_gdp_conversion():
     assert len(calls) <= 30
 
 
+@settings(max_examples=200, deadline=None)
+@given(mu=st.floats(1e-6, 100.0), log_delta=st.floats(-300.0, math.log(0.9)))
+def test_epsilon_takes_few_evaluations_and_meets_with_its_padding(mu, log_delta):
+    """gdp_epsilon's Newton steps (exact slope, kept in the bracket) and its one padding step
+    from the slope: at most 16 evaluations of log δ per conversion (7.6 on average over 6,000
+    random (μ, δ); the false position to adjacent floats and the doubling nudge took 28), and the
+    returned ε meets δ with the evaluation's error bound added."""
+    calls = []
+    original = gdp._log_delta
+
+    def counted(m, e):
+        calls.append(e)
+        return original(m, e)
+
+    gdp._log_delta = counted
+    try:
+        eps = gdp.gdp_epsilon(mu, math.exp(log_delta))
+    finally:
+        gdp._log_delta = original
+    assert len(calls) <= 16
+    if eps > 0.0:
+        log_d, err = original(mu, eps)
+        assert log_d + math.log1p(err) <= log_delta
+
+
 @settings(max_examples=60, deadline=None)
 @given(eps=st.floats(0.0, 60.0), log_delta=st.floats(-14.0, -0.3))
 def test_gdp_mu_estimate_is_gdp_mu_without_the_verification(eps, log_delta):
