@@ -1,6 +1,8 @@
 """The accountant's choice of the best bound: sound analyses only, unless asked."""
 
 import json
+import math
+import warnings
 
 import pytest
 
@@ -192,3 +194,31 @@ def test_a_calibration_starts_where_the_rdp_composition_alone_would_only_where_i
         assert every.report.best.analysis == "composition"
         assert every.noise_multiplier == pytest.approx(rdp.noise_multiplier, rel=1e-3)
         assert every.epsilon <= 1.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(batching=st.sampled_from(["full", "cyclic", "shuffle-once", "poisson"]), z=st.floats(0.3, 200.0),
+       epochs=st.sampled_from([1, 10, 100]), lam=st.sampled_from([0.0, 1e-3, 0.1]),
+       where=st.floats(-0.02, 0.02), exact=st.booleans(), adjacency=st.sampled_from(["replace", "add-remove"]))
+def test_misses_says_what_the_report_says(batching, z, epochs, lam, where, exact, adjacency):
+    """The configuration search's prune asks misses() where it asked for a report: the same
+    answer — some sound analysis applies and none meets the target — on runs the search builds,
+    for targets around the best bound (and exactly at it), whatever the analyses decide by
+    (a μ-GDP one by its μ against the least μ known to miss)."""
+    from noisysgd.analyses import misses
+    from noisysgd.config import SEARCH_ANALYSES
+
+    if adjacency == "add-remove" and batching != "poisson":
+        return  # (Run refuses fixed batches under add/remove)
+    run = noisysgd.Run.from_epochs(epochs=epochs, n=1000, batch_size=1000 if batching == "full" else 100,
+                                   batching=batching, learning_rate=0.5, noise_multiplier=z, lipschitz=1.0,
+                                   smoothness=0.25 + lam, strong_convexity=lam, adjacency=adjacency)
+    analyses = list(SEARCH_ANALYSES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = noisysgd.epsilon(run, delta=1e-6, analyses=analyses)
+        if report.best is None:
+            assert not misses(run, epsilon=1.0, delta=1e-6, analyses=analyses)
+            return
+        target = report.epsilon if exact else report.epsilon * math.exp(where)
+        assert misses(run, epsilon=target, delta=1e-6, analyses=analyses) == (report.epsilon > target)

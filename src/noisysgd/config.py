@@ -124,7 +124,7 @@ from functools import lru_cache
 from typing import Callable
 
 from .accountant import calibrate, epsilon as epsilon_report
-from .analyses import ANALYSES
+from .analyses import ANALYSES, misses
 from .params import is_auto
 from .run import Run
 from .quadrature import screen_quadrature
@@ -482,8 +482,8 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
     proxy is increasing in z for a fixed run (:func:`proxy_terms`: every noise term grows with V or
     G², the others do not move), so the row loses if its proxy at z = 0 is already ≥ ``bound``
     (no evaluation), or if the noise z* at which its proxy reaches ``bound`` misses the target
-    (one report: ε is non-increasing in z for every analysis, so the calibrated z, which meets it,
-    lies above z*, and so does its proxy).  A pruned row records ``pruned`` and the bound it
+    (:func:`~noisysgd.analyses.misses`, what one report would say: ε is non-increasing in z for
+    every analysis, so the calibrated z, which meets it, lies above z*, and so does its proxy).  A pruned row records ``pruned`` and the bound it
     lost to; the chosen row is the one an exhaustive search would choose."""
     n, p, L, M0, convex, adjacency = ctx.n, ctx.p, ctx.L, ctx.M0, ctx.convex, ctx.adjacency
     eps, delta, z_given, lr_rule, B, search = ctx.eps, ctx.delta, ctx.z_given, ctx.lr_rule, ctx.B, ctx.search
@@ -507,12 +507,13 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
                 row.update(proxy=None, pruned=f"its proxy without noise is already >= {bound:.6g}")
                 return row
             z_star = _noise_at(proxy_at, bound)
-            at = None
+            missed = False
             if z_star is not None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    at = epsilon_report(run.replace(noise_multiplier=z_star), delta=delta, analyses=list(search))
-            if at is not None and at.best is not None and at.epsilon > eps:
+                    missed = misses(run.replace(noise_multiplier=z_star), epsilon=eps, delta=delta,
+                                    analyses=list(search))
+            if missed:
                 row.update(proxy=None, pruned=f"misses epsilon at z = {z_star:.6g}, where its proxy reaches "
                                               f"{bound:.6g}", noise_multiplier_above=z_star)
                 return row
