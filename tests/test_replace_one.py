@@ -307,3 +307,19 @@ def test_log_u_matches_mpmath_on_every_branch(alphas, log_r, negative):
             if not mp.isfinite(ref) or abs(ref) > 700:
                 continue
             assert abs(ours[i, j] - float(ref)) <= 1e-12 * max(1.0, abs(float(ref))), (alpha, rj)
+
+
+def test_a_repeated_call_is_answered_from_the_cache_and_not_shared():
+    """A calibration asks its answer's RDP again (and the certificate once more): the repeat is
+    read from the cache — the same values as computed afresh, in an array the caller may change."""
+    from noisysgd import rdp
+
+    rdp._REPLACE_ONE_CACHE.clear()
+    first = replace_one_sampled_gaussian_rdp(DEFAULT_ORDERS, 0.05, 3.3)
+    assert len(rdp._REPLACE_ONE_CACHE) == 1
+    first[:] = -1.0                      # the caller's copy
+    again = replace_one_sampled_gaussian_rdp(DEFAULT_ORDERS, 0.05, 3.3)
+    rdp._REPLACE_ONE_CACHE.clear()
+    fresh = replace_one_sampled_gaussian_rdp(DEFAULT_ORDERS, 0.05, 3.3)
+    np.testing.assert_array_equal(again, fresh)
+    assert np.all(again > 0)

@@ -494,8 +494,26 @@ def replace_one_sampled_gaussian_rdp(orders, q, sigma) -> np.ndarray:
     s = _check_sigma(sigma)
     if p == 0.0 or p == 1.0:
         return sampled_gaussian_rdp(alpha, p, s / 2.0)
-    tight = _replace_one_on_grid(alpha, p, s, current_coarser())
-    return _monotone_envelope(alpha, _below_loose(alpha, p, s / 2.0, tight))
+    key = (alpha.tobytes(), p, s, current_coarser())
+    cached = _REPLACE_ONE_CACHE.get(key)
+    if cached is not None:
+        return cached.copy()
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")
+        tight = _replace_one_on_grid(alpha, p, s, key[3])
+        out = _monotone_envelope(alpha, _below_loose(alpha, p, s / 2.0, tight))
+    for w in raised:  # raised again, as they came (a result that warned is not kept)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not raised:
+        if len(_REPLACE_ONE_CACHE) >= 512:
+            _REPLACE_ONE_CACHE.pop(next(iter(_REPLACE_ONE_CACHE)))
+        _REPLACE_ONE_CACHE[key] = out.copy()
+    return out
+
+
+#: replace_one_sampled_gaussian_rdp's results by (orders, q, σ, cell factor), oldest first: a
+#: calibration reports its answer again at the end, and the certificate once more.
+_REPLACE_ONE_CACHE: dict = {}
 
 
 def _below_loose(alpha: np.ndarray, q: float, sigma: float, bound: np.ndarray) -> np.ndarray:
