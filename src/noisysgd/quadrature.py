@@ -70,6 +70,7 @@ def replace_one_orders(alpha: tuple, q: float, sigma: float, coarser: int = 1) -
     prefix: dict = {}
     for g in (_right_grid(a, q, mu, coarser) for a in alpha):
         prefix[g[0], g[2]] = max(prefix.get((g[0], g[2]), 0), g[1])
+        prefix[_REPLACE_COARSE] = max(prefix.get(_REPLACE_COARSE, 0), g[4])
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         logs = np.concatenate([_replace_one_log_am1(alpha[i:i + step], q, mu, coarser, prefix)
                                for i in range(0, len(alpha), step)])
@@ -156,13 +157,15 @@ def _series_coefficients(orders: tuple) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _replace_one_pieces(q: float, mu: float, start: float, width: float, n: int):
-    """The order-independent quantities on the n cells of start + width·[0, …, n]."""
+def _replace_one_pieces(q: float, mu: float, blocks: tuple):
+    """The order-independent quantities on the cells of ``blocks``, one after the other: each block
+    (start, width, n) the n cells of start + width·[0, …, n]; and each cell's 2·log(width)."""
     lq, l1q = math.log(q), math.log1p(-q)
     c = 0.5 * mu * mu
-    grid = start + width * np.arange(n + 1, dtype=float)
+    lo = np.concatenate([start + width * np.arange(n, dtype=float) for start, width, n in blocks])
+    hi = np.concatenate([start + width * np.arange(1, n + 1, dtype=float) for start, width, n in blocks])
+    two_log_width = np.concatenate([np.full(n, 2 * math.log(width)) for _, width, n in blocks])
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-        lo, hi = grid[:-1], grid[1:]
         la_lo, la_hi = np.logaddexp(l1q, lq + mu * lo - c), np.logaddexp(l1q, lq + mu * hi - c)
         lb_lo, lb_hi = np.logaddexp(l1q, lq - mu * lo - c), np.logaddexp(l1q, lq - mu * hi - c)
         r_lo, r_hi = la_lo - lb_lo, la_hi - lb_hi
@@ -181,7 +184,7 @@ def _replace_one_pieces(q: float, mu: float, start: float, width: float, n: int)
         ls_a_hi = lq + mu * hi - c - la_hi
         ls_b_lo = lq - mu * lo - c - lb_lo
         log_rp = math.log(mu) + np.logaddexp(ls_a_hi, ls_b_lo)  # max r' on the cell
-    out = (lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq)
+    out = (lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq, two_log_width)
     for arr in out:
         arr.setflags(write=False)
     return out
@@ -221,14 +224,13 @@ def _right_grid(a: float, q: float, mu: float, coarser: int) -> tuple[float, int
     return d, n_fine, cells, first, end, end * _REPLACE_COARSE
 
 
-def _right_cells(pieces, width: float, ar: np.ndarray, lar: np.ndarray, inside: np.ndarray,
-                 mu: float) -> np.ndarray:
+def _right_cells(pieces, ar: np.ndarray, lar: np.ndarray, inside: np.ndarray, mu: float) -> np.ndarray:
     """The log of each x ≥ 0 cell's bound, one row per order (``ar``, ``lar``: the orders and
     their logs as a column), −∞ outside each order's own cells (``inside``); +∞ where no bound
     holds.  Near end = left end: u is increasing there."""
-    lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq = pieces
+    lo, hi, la_lo, lb_lo, r_lo, r_hi, lp, lqm, lqmax, ls_a_hi, ls_b_lo, log_rp, lpq, two_log_width = pieces
     log_du = lar + r_hi + _log_expm1_safe((ar - 1) * r_hi) + log_rp
-    lin = np.logaddexp(_log_u(r_lo, ar) + lqm, log_du + lqmax + 2 * math.log(width) - math.log(2))
+    lin = np.logaddexp(_log_u(r_lo, ar) + lqm, log_du + lqmax + two_log_width - math.log(2))
     # tilted bound of ∫ P^α Q^{1−α}, minus the exact αP − (α−1)Q = P + (α−1)(P − Q);
     # only tried where t^α dominates (elsewhere the linear bound is the better one)
     tilt = np.full(lin.shape, np.inf)
@@ -263,33 +265,23 @@ def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1, prefix: 
 
     # x ≤ 0: u decreasing; near end = right end.  Cells of width 2^−7 on [−8, 0],
     # 0.25 further left (mass below e^{−32} there: a looser bound costs nothing).
-    # Widths are powers of two, so the cells meet exactly at −8 and 0.
-    for start, width, n in ((-x_left, 0.25, int(math.ceil((x_left - 8.0) / 0.25))),
-                            (-8.0, 2.0**-7 * coarser, 1024 // coarser)):
-        if start == -x_left:
-            start = -8.0 - width * n
-            x_left = -start
-        lo, hi, _, _, r_lo, r_hi, _, lqm, lqmax, _, _, log_rp, _ = _replace_one_pieces(q, mu, start, width, n)
-        log_du = log_a + r_hi + np.log(-np.expm1((a - 1) * r_lo)) + log_rp
-        lin = np.logaddexp(_log_u(r_hi, a) + lqm, log_du + lqmax + 2 * math.log(width) - math.log(2))
-        parts.append(lin)
-        if start == -x_left:
-            r_far = r_lo[:1]
+    # Widths are powers of two, so the cells meet exactly at −8 and 0.  (One block of cells.)
+    n_far = int(math.ceil((x_left - 8.0) / 0.25))
+    x_left = 8.0 + 0.25 * n_far
+    left = ((-x_left, 0.25, n_far), (-8.0, 2.0**-7 * coarser, 1024 // coarser))
+    lo, hi, _, _, r_lo, r_hi, _, lqm, lqmax, _, _, log_rp, _, two_log_width = _replace_one_pieces(q, mu, left)
+    log_du = log_a + r_hi + np.log(-np.expm1((a - 1) * r_lo)) + log_rp
+    parts.append(np.logaddexp(_log_u(r_hi, a) + lqm, log_du + lqmax + two_log_width - math.log(2)))
     # left tail: u ≤ u(−X_L), times the Q mass below −X_L
     tail_q = np.logaddexp(l1q + special.log_ndtr(-x_left), lq + special.log_ndtr(-x_left + mu))
-    parts.append(_log_u(r_far, a) + tail_q)
+    parts.append(_log_u(r_lo[:1], a) + tail_q)
 
-    # x ≥ 0: fine cells (orders sharing a cell width share the prefix grid), then coarse ones
+    # x ≥ 0: fine cells (orders sharing a cell width share the prefix grid), then coarse ones, in
+    # one block of cells per cell width: each order's own fine prefix, and its own coarse cells
     grids = [_right_grid(x, q, mu, coarser) for x in alphas]
     right = [np.full((len(alphas), 1), -np.inf)]
     bad = np.zeros(len(alphas), dtype=bool)
-
-    def add(rows, cell):
-        bad[rows] |= np.isposinf(cell).any(axis=1)
-        column = np.full((len(alphas), 1), -np.inf)
-        column[rows, 0] = log_sum_exp(cell, axis=1)
-        right.append(column)
-
+    n_coarse = math.ceil(_REPLACE_CELLS * _REPLACE_WIDTH / _REPLACE_COARSE) * coarser + 1
     for key in dict.fromkeys((g[0], g[2]) for g in grids):
         rows = [i for i, g in enumerate(grids) if (g[0], g[2]) == key]
         width_r, n_shared = key
@@ -297,16 +289,24 @@ def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1, prefix: 
         n_max = int(n_rows.max())
         # the shared grid's first cells only (the points 0 + width·k whatever their count)
         n_prefix = n_max if prefix is None else max(n_max, prefix.get(key, n_max))
-        pieces = [v[:n_max] for v in _replace_one_pieces(q, mu, 0.0, width_r, n_prefix)]
-        inside = np.arange(n_max)[None, :] < n_rows    # each order's own prefix of the cells
-        add(rows, _right_cells(pieces, width_r, a[rows], log_a[rows], inside, mu))
-    rows = [i for i, g in enumerate(grids) if g[4] > g[3]]
-    if rows:
         first, end = (np.array([grids[i][k] for i in rows])[:, None] for k in (3, 4))
-        n_coarse = math.ceil(_REPLACE_CELLS * _REPLACE_WIDTH / _REPLACE_COARSE) * coarser + 1
-        pieces = [v[:int(end.max())] for v in _replace_one_pieces(q, mu, 0.0, _REPLACE_COARSE, n_coarse)]
-        index = np.arange(int(end.max()))[None, :]
-        add(rows, _right_cells(pieces, _REPLACE_COARSE, a[rows], log_a[rows], (index >= first) & (index < end), mu))
+        n_end = int(end.max())
+        inside = np.arange(n_max)[None, :] < n_rows    # each order's own prefix of the cells
+        blocks = ((0.0, width_r, n_prefix),)
+        if n_end > 0:  # and its coarse cells, past the fine ones
+            n_cp = n_end if prefix is None else max(n_end, prefix.get(_REPLACE_COARSE, n_end))
+            blocks += ((0.0, _REPLACE_COARSE, min(n_cp, n_coarse)),)
+            index = np.arange(n_end)[None, :]
+            inside = np.concatenate([inside, (index >= first) & (index < end)], axis=1)
+        pieces = _replace_one_pieces(q, mu, blocks)
+        if n_max < n_prefix or (n_end > 0 and n_end < blocks[1][2]):  # this batch's cells of the block
+            cols = np.arange(n_max) if n_end == 0 else np.concatenate([np.arange(n_max), n_prefix + np.arange(n_end)])
+            pieces = [v[cols] for v in pieces]
+        cell = _right_cells(pieces, a[rows], log_a[rows], inside, mu)
+        bad[rows] |= np.isposinf(cell).any(axis=1)
+        column = np.full((len(alphas), 1), -np.inf)
+        column[rows, 0] = log_sum_exp(cell, axis=1)
+        right.append(column)
     parts.append(np.concatenate(right, axis=1))
     # right tail beyond X_R
     x_right = np.array([g[5] for g in grids])[:, None]
