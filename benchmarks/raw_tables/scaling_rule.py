@@ -119,11 +119,47 @@ def evaluate(data: dict, half: str, rules: dict) -> tuple[list, float]:
     return rows, float(oracle)
 
 
+def by_unseen(data: dict) -> list:
+    """The fits the library's rule scales, by the share of columns the query's strict read did not
+    see (whose range is then the guessed one, README §16): (bin, fits, mean of scaled − raw
+    accuracy, share of fits where scaling lost, the worst fit's loss, its table)."""
+    from noisysgd.preprocessing import scaling_decision
+
+    pairs = defaultdict(dict)
+    for c in data["cells"]:
+        if c["method"] in (PRIVATE_RANGE, FORCED_RAW):
+            pairs[(c["half"], c["table"], c["seed"], c["epsilon"])][c["method"]] = c
+    bins = defaultdict(list)
+    for (_, table, _, _), v in pairs.items():
+        a = v[PRIVATE_RANGE]["range_query"]
+        if len(v) != 2 or not scaling_decision(a)[0]:
+            continue
+        unseen = float(np.mean(np.asarray(a["strict_scales"], dtype=float) <= 0))
+        key = next(b for b in (0.25, 0.5, 0.75, 1.0) if unseen <= b)
+        bins[key].append((v[PRIVATE_RANGE]["accuracy"] - v[FORCED_RAW]["accuracy"], table))
+    out = []
+    for key in sorted(bins):
+        diffs = np.array([d for d, _ in bins[key]])
+        worst = min(bins[key])
+        out.append((key, len(diffs), float(diffs.mean()), float(np.mean(diffs < 0)), worst[0], worst[1]))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path, nargs="+", help="run.py's files, read as one (report.load)")
     ap.add_argument("--all-variants", action="store_true", help="also the ratio rules of README §7-8")
+    ap.add_argument("--by-unseen", action="store_true",
+                    help="the fits the library's rule scales, by the share of columns the query did not see")
     args = ap.parse_args(argv)
+    if args.by_unseen:
+        print("| columns unseen (strict read) | scaled fits | scaled − raw, mean | scaling lost | worst fit |\n"
+              "|---|---|---|---|---|")
+        lo = 0.0
+        for key, n, mean, lost, worst, table in by_unseen(load(args.json)):
+            print(f"| {lo:.0%}–{key:.0%} | {n} | {mean * 100:+.1f} pts | {lost:.0%} | {worst * 100:+.1f} ({table}) |")
+            lo = key
+        return 0
     rules = _rules()
     if not args.all_variants:
         rules = dict(list(rules.items())[:6])
