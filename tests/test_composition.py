@@ -333,3 +333,25 @@ def test_clt_start_is_near_the_pld_answer(n, b, epochs, eps, adjacency, within):
     assert clt == pytest.approx(peer, rel=within)
     if adjacency == "replace":
         assert clt_noise_multiplier(run.replace(batching="cyclic"), 1.0) is None   # one exact Gaussian
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(300, 100_000), rate=st.floats(1e-3, 0.5), steps=st.integers(1, 30_000),
+       z=st.floats(0.3, 300.0), adjacency=st.sampled_from(["replace", "add-remove"]))
+def test_the_pld_interval_is_the_one_the_eight_orders_give(n, rate, steps, z, adjacency):
+    """CompositionPLD.interval looks at one integer order first and stops where it already puts ε
+    at δ = 1e-5 under 20: the same interval as the minimum over its eight orders always gives."""
+    import numpy as np
+
+    from noisysgd.analyses.composition import _INTERVAL_ORDERS, CompositionPLD, _mechanism
+    from noisysgd.rdp import sampled_gaussian_rdp
+
+    run = noisysgd.Run(n=n, batch_size=max(1, int(rate * n)), batching="poisson", steps=steps,
+                       learning_rate=0.1, noise_multiplier=z, lipschitz=1.0, adjacency=adjacency)
+    _, count, q, sigma = _mechanism(run)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        coarse = float(np.min(count * sampled_gaussian_rdp(_INTERVAL_ORDERS, q, sigma)
+                              + np.log(1e5) / (_INTERVAL_ORDERS - 1)))
+        analysis = CompositionPLD()
+        assert analysis.interval(run) == analysis.value_discretization_interval * max(1.0, coarse / 20.0)
