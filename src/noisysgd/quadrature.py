@@ -253,8 +253,9 @@ def _replace_one_log_am1(alphas, q: float, mu: float, coarser: int = 1, prefix: 
     of ``alphas`` at once (one row of cells per order: the per-cell arithmetic is the same,
     without numpy's per-call cost once per order); cells ``coarser`` times wider and fewer
     (:func:`screen_quadrature`), each bound as rigorous.  ``prefix``: for each x ≥ 0 grid (cell
-    width, cells), how many of its first cells to compute its order-independent pieces on (at
-    least what these orders use: the caller's batches share them); None: these orders' own."""
+    width, cells), and for the coarse cells (key :data:`_REPLACE_COARSE`), how many of its first
+    cells to compute its order-independent pieces on (at least what these orders use: the
+    caller's batches share them); None: these orders' own."""
     alphas = [float(x) for x in alphas]
     a = np.array(alphas)[:, None]                       # one row per order
     log_a = np.array([math.log(x) for x in alphas])[:, None]
