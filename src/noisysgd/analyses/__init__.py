@@ -51,15 +51,18 @@ def misses(run: Run, *, epsilon: float, delta: float, analyses) -> bool:
         analysis = get_analysis(name)
         if not analysis.sound or analysis.why_not(run) is not None:
             continue  # (a flagged analysis never supplies the best bound)
-        applies = True
         if isinstance(analysis, GDPAnalysis):
             mu = analysis.mu(run)
             if mu >= _missing_mu(float(epsilon), d):
+                applies = True
                 continue
             eps = gdp_epsilon(mu, d)
         else:
             eps = analysis.evaluate(run, delta=d).epsilon
-        if eps is not None and eps <= epsilon:
+        if eps is None:  # (no bound: not a candidate of the report's best either)
+            continue
+        applies = True
+        if eps <= epsilon:
             return False
     return applies
 
