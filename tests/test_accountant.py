@@ -222,3 +222,20 @@ def test_misses_says_what_the_report_says(batching, z, epochs, lam, where, exact
             return
         target = report.epsilon if exact else report.epsilon * math.exp(where)
         assert misses(run, epsilon=target, delta=1e-6, analyses=analyses) == (report.epsilon > target)
+
+
+def test_misses_near_delta_one_and_on_a_bad_target():
+    """Near δ = 1 gdp_epsilon's answer is its error padding, not monotone in μ to the last digit:
+    misses() takes no μ shortcut there and says what the report says (a case a review found where
+    the shortcut disagreed); a target that is not a number is refused by name."""
+    from noisysgd.analyses import misses
+
+    run = noisysgd.Run.from_epochs(epochs=1, n=1000, batch_size=1000, batching="full", learning_rate=0.5,
+                                   noise_multiplier=0.14236318199435943, lipschitz=1.0, smoothness=0.35,
+                                   strong_convexity=0.1, adjacency="replace")
+    delta = 0.9999999999984128
+    report = noisysgd.epsilon(run, delta=delta, analyses=["shifted-interpolation"])
+    for target in (report.epsilon * 0.999, report.epsilon, report.epsilon * 1.001, 6.844328325319403e-05):
+        assert misses(run, epsilon=target, delta=delta, analyses=["shifted-interpolation"]) == (report.epsilon > target)
+    with pytest.raises(ValueError, match="epsilon must be a number >= 0. Found nan"):
+        misses(run, epsilon=float("nan"), delta=1e-6, analyses=["composition"])

@@ -270,12 +270,13 @@ def test_bisect_decreasing_is_quick_on_the_gdp_conversion():
 
 
 @settings(max_examples=200, deadline=None)
-@given(mu=st.floats(1e-6, 100.0), log_delta=st.floats(-300.0, math.log(0.9)))
+@given(mu=st.floats(1e-6, 100.0), log_delta=st.floats(-300.0, math.log(0.5)))
 def test_epsilon_takes_few_evaluations_and_meets_with_its_padding(mu, log_delta):
     """gdp_epsilon's Newton steps (exact slope, kept in the bracket) and its one padding step
-    from the slope: at most 16 evaluations of log δ per conversion (7.6 on average over 6,000
-    random (μ, δ); the false position to adjacent floats and the doubling nudge took 28), and the
-    returned ε meets δ with the evaluation's error bound added."""
+    from the slope, for δ ≤ 1/2: at most 16 evaluations of log δ per conversion (7.6 on average
+    over 6,000 random (μ, δ); the false position to adjacent floats and the doubling nudge took
+    28), and the returned ε meets δ with the evaluation's error bound added.  (Above δ = 1/2 the
+    false position is kept: log δ is flat near its root there, which rounding decides.)"""
     calls = []
     original = gdp._log_delta
 
@@ -292,6 +293,38 @@ def test_epsilon_takes_few_evaluations_and_meets_with_its_padding(mu, log_delta)
     if eps > 0.0:
         log_d, err = original(mu, eps)
         assert log_d + math.log1p(err) <= log_delta
+
+
+@pytest.mark.parametrize("mu, delta", [(50.0, 1 - 1e-14), (1e3, 1 - 1e-9), (1e6, 0.5), (1e8, 0.9), (1e-300, 5e-324)])
+def test_epsilon_at_the_edges_is_never_looser_than_the_false_position(mu, delta):
+    """Where the padding of log δ's error is large against its slope (δ near 1, μ in the
+    thousands and more), the linear padding step would overshoot (μ = 50, δ = 1 − 1e-14 gave 9,461
+    against the false position's 920); there the growing steps find it, and the answer is the
+    false position's or tighter — and never below the root (mpmath at μ = 1e-300: the small-μ form
+    δ = μ(φ(t) − tΦ(−t)), t = ε/μ, exact to O(μ²))."""
+    from noisysgd.gdp import _log_delta, bisect_decreasing
+
+    eps = gdp.gdp_epsilon(mu, delta)
+    log_d, err = _log_delta(mu, eps)
+    assert log_d + math.log1p(err) <= math.log(delta)
+    # the false position's answer, padded by growing steps (the method before Newton's)
+    g = lambda e: _log_delta(mu, e)[0] - math.log(delta)  # noqa: E731
+    hi = max(0.5 * mu * mu - mu * float(__import__("scipy.special", fromlist=["ndtri"]).ndtri(delta)), mu * 2.2e-16)
+    while g(hi) >= 0.0:
+        hi *= 2.0
+    ref, step = bisect_decreasing(g, 0.0, hi), None
+    step = max(abs(ref) * 2 * 2.220446049250313e-16, 1e-300)
+    while not (lambda ld_err: ld_err[0] + math.log1p(ld_err[1]) <= math.log(delta))(_log_delta(mu, ref)):
+        ref, step = ref + step, 2.0 * step
+    assert eps <= ref * (1 + 1e-12)
+    if mu == 1e-300:
+        with mp.workdps(60):
+            m, d = mp.mpf(mu), mp.mpf(delta)
+            lo, up = mp.mpf(0), mp.mpf(80)
+            for _ in range(300):
+                mid = (lo + up) / 2
+                lo, up = (mid, up) if m * (mp.npdf(mid) - mid * mp.ncdf(-mid)) > d else (lo, mid)
+            assert mp.mpf(eps) >= up * m * (1 - mp.mpf("1e-20"))
 
 
 @settings(max_examples=60, deadline=None)

@@ -242,7 +242,9 @@ def gdp_epsilon(mu, delta) -> float:
     strictly decreasing in ε, so the root is bracketed in [0, ε_hi] with
     ε_hi = μ²/2 − μ·Φ⁻¹(δ) (where Φ(−ε/μ + μ/2) ≤ δ already) and found by
     Newton's method on log δ(ε) − log δ, whose slope is exact (−e^ε·Φ(−ε/μ − μ/2)/δ(ε)), kept
-    inside the bracket (:func:`_newton_root`).  The root is then nudged upward until
+    inside the bracket (:func:`_newton_root`) — for δ ≤ 1/2; above it, where log δ is flat near
+    its root and rounding decides it, by false position to adjacent floats
+    (:func:`bisect_decreasing`).  The root is then nudged upward until
     δ(ε), plus a bound on its floating-point error, is at most ``delta``: the
     returned ε is never below the true one, and above it by a few ulps (more
     only where δ(ε) itself is ill-conditioned, e.g. μ below 1e-8).  Returns 0
@@ -274,14 +276,24 @@ def gdp_epsilon(mu, delta) -> float:
         hi *= 2.0
     else:  # pragma: no cover - δ(ε) → 0 as ε → ∞, so the loop ends
         raise RuntimeError(f"gdp_epsilon could not bracket the root for mu={m!r}, delta={d!r}.")
-    eps = 0.0 if log_d0 <= log_target else _newton_root(m, log_target, 0.0, hi, log_d)
+    # Above δ = 1/2 log δ(ε) is flat near its root, which its rounding then decides: the false
+    # position to adjacent floats and the growing steps below, as before Newton's method was used.
+    newton = d <= 0.5
+    if log_d0 <= log_target:
+        eps = 0.0
+    elif newton:
+        eps = _newton_root(m, log_target, 0.0, hi, log_d)
+    else:
+        eps = bisect_decreasing(lambda e: _log_delta(m, e)[0] - log_target, 0.0, hi)
     # Nudge upward until the error-padded δ is below the target: first by the padding over the
-    # slope (one step where log δ is locally linear), then in growing steps.
+    # slope where that is a step of at most _PAD_STEP of ε (log δ locally linear), then in growing
+    # steps (where the padding is large against the slope the linear step can overshoot by far —
+    # μ = 50 at δ = 1 − 1e-14 went from 920 to 9,461 — and the growing steps are left to find it).
     over, log_d = excess(eps)
     if over <= 0.0:
         return float(eps)
-    slope = _slope(m, eps, log_d) if math.isfinite(log_d) else 0.0
-    if 0.0 < slope < math.inf:
+    slope = _slope(m, eps, log_d) if newton and math.isfinite(log_d) else 0.0
+    if 0.0 < slope < math.inf and over / slope <= _PAD_STEP * abs(eps):
         eps += 1.001 * over / slope + 2.0 * abs(eps) * _EPS
     step = max(abs(eps) * 2 * _EPS, 1e-300)
     for _ in range(2000):
@@ -292,6 +304,10 @@ def gdp_epsilon(mu, delta) -> float:
     raise RuntimeError(  # pragma: no cover
         f"gdp_epsilon could not verify delta(epsilon) <= delta for mu={m!r}, delta={d!r}."
     )
+
+
+#: The largest padding (relative to ε) :func:`gdp_epsilon` steps over in one linear step.
+_PAD_STEP = 1e-9
 
 
 def _slope(m: float, eps: float, log_d: float) -> float:

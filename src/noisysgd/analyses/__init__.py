@@ -46,6 +46,8 @@ def misses(run: Run, *, epsilon: float, delta: float, analyses) -> bool:
     exact conversion otherwise, as its report would.  For a search's prune (its candidates'
     reports are never shown)."""
     d = validate_delta(delta)
+    if not (isinstance(epsilon, (int, float)) and epsilon >= 0.0):  # (NaN too)
+        raise ValueError(f"epsilon must be a number >= 0. Found {epsilon!r}.")
     applies = False
     for name in dict.fromkeys([analyses] if isinstance(analyses, str) else analyses):
         analysis = get_analysis(name)
@@ -72,8 +74,10 @@ def _missing_mu(epsilon: float, delta: float) -> float:
     """A μ at which μ-GDP misses (``epsilon``, ``delta``) by :func:`~noisysgd.gdp.gdp_epsilon`,
     checked there with a margin far above its rounding (ε at least 1e-11 relative above the
     target), just above :func:`~noisysgd.gdp.gdp_mu`'s answer; every larger μ misses too.  ∞
-    where no such μ is found (every μ is then converted exactly)."""
-    if not 0.0 < epsilon < math.inf:
+    where no such μ is found (every μ is then converted exactly), and for δ above 1/2, where
+    gdp_epsilon's padding of its error bound is no longer a few ulps and ε need not be monotone in
+    μ to the last digit (near δ = 1 the root is 0 and the answer is padding)."""
+    if not 0.0 < epsilon < math.inf or delta > 0.5:
         return math.inf
     try:
         mu = gdp_mu(epsilon, delta) * (1.0 + 1e-9)
