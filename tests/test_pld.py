@@ -352,3 +352,26 @@ def test_compose_exact_is_dp_accounting_s_compose_without_truncation(q, sigma, r
         np.testing.assert_allclose(b._probs, a._probs, rtol=0, atol=1e-11 * a._probs.max())
         assert np.array_equal(b._probs, c._probs)
     assert ours.get_epsilon_for_delta(delta) == pytest.approx(theirs.get_epsilon_for_delta(delta), rel=1e-7, abs=1e-12)
+
+
+@settings(max_examples=120, deadline=None)
+@given(log_sigma=st.floats(-1.0, 3.0), log_q=st.floats(-4.0, 0.0), kind=st.sampled_from(["ADD", "REMOVE", "REPLACE"]),
+       sensitivity=st.sampled_from([1.0, 2.0]))
+def test_the_gaussian_loss_is_dp_accountings_without_its_scipy_object(log_sigma, log_q, kind, sensitivity):
+    """pld._gaussian_loss spells out GaussianPrivacyLoss.__init__ with its noise a _ScaledNormal
+    (scipy.special's ndtr, log_ndtr and ndtri where scipy.stats.norm(scale=σ) calls them): the same
+    truncation bounds and the same cdfs, bit for bit, as dp_accounting's own class."""
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    from noisysgd import pld
+
+    sigma, q = 10.0 ** log_sigma, min(1.0, 10.0 ** log_q)
+    ref = plm.GaussianPrivacyLoss(sigma, sensitivity=sensitivity, pessimistic_estimate=True,
+                                  log_mass_truncation_bound=pld._truncation(), sampling_prob=q,
+                                  adjacency_type=getattr(plm.AdjacencyType, kind))
+    ours = pld._gaussian_loss(sigma, sensitivity, q, kind)
+    a, b = ref.connect_dots_bounds(), ours.connect_dots_bounds()
+    assert (a.epsilon_lower, a.epsilon_upper) == (b.epsilon_lower, b.epsilon_upper)
+    x = np.linspace(-40.0, 40.0, 81) * sigma
+    np.testing.assert_array_equal(ref.mu_upper_cdf(x), ours.mu_upper_cdf(x))
+    np.testing.assert_array_equal(ref.mu_lower_log_cdf(x), ours.mu_lower_log_cdf(x))

@@ -117,12 +117,48 @@ def _deltas(loss, kind: str, eps: np.ndarray, sigma: float, s: float, q: float) 
     return np.clip(deltas, 0, 1)
 
 
-def _pmf(sigma: float, s: float, q: float, interval: float, kind: str):
+class _ScaledNormal:
+    """What dp_accounting's ``GaussianPrivacyLoss`` asks of its ``scipy.stats.norm(scale=σ)``: its
+    cdf, logcdf and ppf, by the scipy.special calls that object makes (x/σ into ``ndtr`` and
+    ``log_ndtr``, ``ndtri(p)·σ``), without building it (~0.5 ms a PLD, most of it a docstring)."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def cdf(self, x):
+        from scipy import special
+
+        return special.ndtr(np.asarray(x, dtype=float) / self.scale)
+
+    def logcdf(self, x):
+        from scipy import special
+
+        return special.log_ndtr(np.asarray(x, dtype=float) / self.scale)
+
+    def ppf(self, p):
+        from scipy import special
+
+        return special.ndtri(np.asarray(p, dtype=float)) * self.scale
+
+
+def _gaussian_loss(sigma: float, s: float, q: float, kind: str):
+    """dp_accounting's ``GaussianPrivacyLoss(sigma, sensitivity=s, pessimistic_estimate=True,
+    log_mass_truncation_bound=…, sampling_prob=q, adjacency_type=kind)``, its noise distribution a
+    :class:`_ScaledNormal`: its ``__init__`` (dp_accounting 0.6.0) spelled out, for validated
+    arguments.  tests/test_pld.py holds the PMFs built on it to ``from_gaussian_mechanism``'s."""
     from dp_accounting.pld import privacy_loss_mechanism as plm
 
-    loss = plm.GaussianPrivacyLoss(sigma, sensitivity=s, pessimistic_estimate=True,
-                                   log_mass_truncation_bound=_truncation(), sampling_prob=q,
-                                   adjacency_type=getattr(plm.AdjacencyType, kind))
+    loss = plm.GaussianPrivacyLoss.__new__(plm.GaussianPrivacyLoss)
+    loss._standard_deviation = sigma
+    loss._gaussian_random_variable = _ScaledNormal(sigma)
+    loss._pessimistic_estimate = True
+    loss._log_mass_truncation_bound = _truncation()
+    plm.AdditiveNoisePrivacyLoss.__init__(loss, s, False, q, getattr(plm.AdjacencyType, kind))
+    return loss
+
+
+def _pmf(sigma: float, s: float, q: float, interval: float, kind: str):
+    loss = _gaussian_loss(sigma, s, q, kind)
     bounds = loss.connect_dots_bounds()
     lower = math.floor(bounds.epsilon_lower / interval)
     upper = math.ceil(bounds.epsilon_upper / interval)
