@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import noisysgd
 from noisysgd.config import (COMPOSITION_GRID, COMPOSITION_SEARCH, GRID, LEGACY, SCREEN_ORDERS, SCREEN_REL_TOL,
@@ -218,3 +220,31 @@ def test_the_coarse_to_fine_screen_is_the_full_grids_answer(n, b, epochs, eps, a
     full = calibrate(run, epsilon=eps, delta=1e-5, analyses=list(COMPOSITION_SEARCH), rel_tol=SCREEN_REL_TOL,
                      orders=SCREEN_ORDERS)
     assert z == full.noise_multiplier
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(300, 100_000), b_log=st.floats(0.0, 4.0), p=st.integers(3, 3000), steps=st.integers(3, 100_000),
+       lam=st.sampled_from([0.0, 1e-5, 1e-3, 0.1]), m_log=st.floats(-3.0, 1.0), eta_factor=st.sampled_from([0.1, 0.5, 1.9]),
+       l_log=st.floats(-2.0, 1.0), b_norm_log=st.floats(-1.0, 3.0), above=st.floats(0.001, 3.0))
+def test_the_closed_form_noise_at_is_the_bisections_or_just_below(n, b_log, p, steps, lam, m_log, eta_factor, l_log,
+                                                                    b_norm_log, above):
+    """config._noise_at_affine reads where the proxy (the smallest of bounds affine in z², plus a
+    bias) reaches the bound off two evaluations: the proxy there is at the bound or above it (the
+    prune stays exact), the z is at or below the bisection's bracket end and within its 0.1 %
+    (prunes at least as much), and None exactly where the bisection gives None."""
+    from noisysgd.config import _noise_at, _noise_at_affine, proxy_terms
+
+    b = int(min(n, 10 ** b_log))
+    M = 10 ** m_log + lam
+    eta, L, B = eta_factor / M, 10 ** l_log, 10 ** b_norm_log
+
+    def terms(z):
+        return proxy_terms(n=n, p=p, b=b, steps=steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B)
+
+    bound = terms(0.0)["proxy"] * 10 ** above
+    old = _noise_at(lambda z: terms(z)["proxy"], bound)
+    new = _noise_at_affine(terms, bound)
+    assert (old is None) == (new is None)
+    if new is not None:
+        assert terms(new)["proxy"] >= bound
+        assert old * (1 - 1.01e-3) <= new <= old
