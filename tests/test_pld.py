@@ -358,7 +358,7 @@ def test_compose_exact_is_dp_accounting_s_compose_without_truncation(q, sigma, r
 @given(log_sigma=st.floats(-1.0, 3.0), log_q=st.floats(-4.0, 0.0), kind=st.sampled_from(["ADD", "REMOVE", "REPLACE"]),
        sensitivity=st.sampled_from([1.0, 2.0]))
 def test_the_gaussian_loss_is_dp_accountings_without_its_scipy_object(log_sigma, log_q, kind, sensitivity):
-    """pld._gaussian_loss spells out GaussianPrivacyLoss.__init__ with its noise a _ScaledNormal
+    """pld._spelled_out_loss spells out GaussianPrivacyLoss.__init__ with its noise a _ScaledNormal
     (scipy.special's ndtr, log_ndtr and ndtri where scipy.stats.norm(scale=σ) calls them): the same
     truncation bounds and the same cdfs, bit for bit, as dp_accounting's own class."""
     from dp_accounting.pld import privacy_loss_mechanism as plm
@@ -369,9 +369,23 @@ def test_the_gaussian_loss_is_dp_accountings_without_its_scipy_object(log_sigma,
     ref = plm.GaussianPrivacyLoss(sigma, sensitivity=sensitivity, pessimistic_estimate=True,
                                   log_mass_truncation_bound=pld._truncation(), sampling_prob=q,
                                   adjacency_type=getattr(plm.AdjacencyType, kind))
-    ours = pld._gaussian_loss(sigma, sensitivity, q, kind)
+    ours = pld._spelled_out_loss(sigma, sensitivity, q, kind)
     a, b = ref.connect_dots_bounds(), ours.connect_dots_bounds()
     assert (a.epsilon_lower, a.epsilon_upper) == (b.epsilon_lower, b.epsilon_upper)
     x = np.linspace(-40.0, 40.0, 81) * sigma
     np.testing.assert_array_equal(ref.mu_upper_cdf(x), ours.mu_upper_cdf(x))
     np.testing.assert_array_equal(ref.mu_lower_log_cdf(x), ours.mu_lower_log_cdf(x))
+
+
+def test_the_spelled_out_loss_is_used_only_where_it_agrees(monkeypatch):
+    """With the dp_accounting this project pins, the spelled-out loss agrees with its class on the
+    probe and is used; where the probe disagrees (another dp_accounting), its own class is built."""
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    from noisysgd import pld
+
+    assert pld._spelled_out_loss_agrees()
+    assert isinstance(pld._gaussian_loss(2.0, 1.0, 0.1, "REPLACE")._gaussian_random_variable, pld._ScaledNormal)
+    monkeypatch.setattr(pld, "_spelled_out_loss_agrees", lambda: False)
+    loss = pld._gaussian_loss(2.0, 1.0, 0.1, "REPLACE")
+    assert isinstance(loss, plm.GaussianPrivacyLoss) and not isinstance(loss._gaussian_random_variable, pld._ScaledNormal)

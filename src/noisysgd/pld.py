@@ -145,7 +145,18 @@ def _gaussian_loss(sigma: float, s: float, q: float, kind: str):
     """dp_accounting's ``GaussianPrivacyLoss(sigma, sensitivity=s, pessimistic_estimate=True,
     log_mass_truncation_bound=…, sampling_prob=q, adjacency_type=kind)``, its noise distribution a
     :class:`_ScaledNormal`: its ``__init__`` (dp_accounting 0.6.0) spelled out, for validated
-    arguments.  tests/test_pld.py holds the PMFs built on it to ``from_gaussian_mechanism``'s."""
+    arguments, where that agrees with the installed dp_accounting's (:func:`_spelled_out_loss_agrees`),
+    else its own class.  tests/test_pld.py holds both to ``from_gaussian_mechanism``'s."""
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    if not _spelled_out_loss_agrees():  # another dp_accounting whose __init__ differs: its own class
+        return plm.GaussianPrivacyLoss(sigma, sensitivity=s, pessimistic_estimate=True,
+                                       log_mass_truncation_bound=_truncation(), sampling_prob=q,
+                                       adjacency_type=getattr(plm.AdjacencyType, kind))
+    return _spelled_out_loss(sigma, s, q, kind)
+
+
+def _spelled_out_loss(sigma: float, s: float, q: float, kind: str):
     from dp_accounting.pld import privacy_loss_mechanism as plm
 
     loss = plm.GaussianPrivacyLoss.__new__(plm.GaussianPrivacyLoss)
@@ -155,6 +166,31 @@ def _gaussian_loss(sigma: float, s: float, q: float, kind: str):
     loss._log_mass_truncation_bound = _truncation()
     plm.AdditiveNoisePrivacyLoss.__init__(loss, s, False, q, getattr(plm.AdjacencyType, kind))
     return loss
+
+
+@functools.lru_cache(maxsize=1)
+def _spelled_out_loss_agrees() -> bool:
+    """Whether :func:`_spelled_out_loss` builds what the installed dp_accounting's own
+    ``GaussianPrivacyLoss`` does, on a probe of each adjacency (truncation bounds and cdfs, bit
+    for bit): checked once a process, so that a dp_accounting whose ``__init__`` changed falls back
+    to its own class rather than to a spelling of an older one."""
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    x = np.linspace(-30.0, 30.0, 13)
+    try:
+        for kind in ("ADD", "REMOVE", "REPLACE"):
+            ours = _spelled_out_loss(1.7, 1.0, 0.3, kind)
+            ref = plm.GaussianPrivacyLoss(1.7, sensitivity=1.0, pessimistic_estimate=True,
+                                          log_mass_truncation_bound=_truncation(), sampling_prob=0.3,
+                                          adjacency_type=getattr(plm.AdjacencyType, kind))
+            a, b = ours.connect_dots_bounds(), ref.connect_dots_bounds()
+            if ((a.epsilon_lower, a.epsilon_upper) != (b.epsilon_lower, b.epsilon_upper)
+                    or not np.array_equal(ours.mu_upper_cdf(x), ref.mu_upper_cdf(x))
+                    or not np.array_equal(ours.mu_lower_log_cdf(x), ref.mu_lower_log_cdf(x))):
+                return False
+    except Exception:  # noqa: BLE001 - any difference at all: dp_accounting's own class
+        return False
+    return True
 
 
 def _pmf(sigma: float, s: float, q: float, interval: float, kind: str):
