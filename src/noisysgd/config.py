@@ -483,8 +483,9 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
     G², the others do not move), so the row loses if its proxy at z = 0 is already ≥ ``bound``
     (no evaluation), or if the noise z* at which its proxy reaches ``bound`` misses the target
     (:func:`~noisysgd.analyses.misses`, what one report would say: ε is non-increasing in z for
-    every analysis, so the calibrated z, which meets it, lies above z*, and so does its proxy).  A pruned row records ``pruned`` and the bound it
-    lost to; the chosen row is the one an exhaustive search would choose."""
+    every analysis, so the calibrated z, which meets it, lies above z*, and so does its proxy).
+    A pruned row records ``pruned`` and the bound it lost to; the chosen row is the one an
+    exhaustive search would choose."""
     n, p, L, M0, convex, adjacency = ctx.n, ctx.p, ctx.L, ctx.M0, ctx.convex, ctx.adjacency
     eps, delta, z_given, lr_rule, B, search = ctx.eps, ctx.delta, ctx.z_given, ctx.lr_rule, ctx.B, ctx.search
     M = None if M0 is None else M0 + lam
