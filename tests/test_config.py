@@ -228,11 +228,12 @@ def test_the_coarse_to_fine_screen_is_the_full_grids_answer(n, b, epochs, eps, a
        l_log=st.floats(-2.0, 1.0), b_norm_log=st.floats(-1.0, 3.0), above=st.floats(0.001, 3.0))
 def test_the_closed_form_noise_at_is_the_bisections_or_just_below(n, b_log, p, steps, lam, m_log, eta_factor, l_log,
                                                                     b_norm_log, above):
-    """config._noise_at_affine reads where the proxy (the smallest of bounds affine in z², plus a
+    """noise_search.noise_reaching_affine reads where the proxy (the smallest of bounds affine in z², plus a
     bias) reaches the bound off two evaluations: the proxy there is at the bound or above it (the
     prune stays exact), the z is at or below the bisection's bracket end and within its 0.1 %
     (prunes at least as much), and None exactly where the bisection gives None."""
-    from noisysgd.config import _noise_at, _noise_at_affine, proxy_terms
+    from noisysgd.config import MAX_NOISE, NOISE_AT_TOL, proxy_terms
+    from noisysgd.noise_search import noise_reaching, noise_reaching_affine
 
     b = int(min(n, 10 ** b_log))
     M = 10 ** m_log + lam
@@ -242,8 +243,8 @@ def test_the_closed_form_noise_at_is_the_bisections_or_just_below(n, b_log, p, s
         return proxy_terms(n=n, p=p, b=b, steps=steps, eta=eta, lam=lam, z=z, L=L, M=M, B=B)
 
     bound = terms(0.0)["proxy"] * 10 ** above
-    old = _noise_at(lambda z: terms(z)["proxy"], bound)
-    new = _noise_at_affine(terms, bound)
+    old = noise_reaching(lambda z: terms(z)["proxy"], bound, MAX_NOISE, NOISE_AT_TOL)
+    new = noise_reaching_affine(terms, bound, MAX_NOISE, NOISE_AT_TOL)
     assert (old is None) == (new is None)
     if new is not None:
         assert terms(new)["proxy"] >= bound

@@ -125,6 +125,7 @@ from typing import Callable
 
 from .accountant import calibrate, epsilon as epsilon_report
 from .analyses import ANALYSES, misses
+from .noise_search import noise_reaching, noise_reaching_affine
 from .params import is_auto
 from .run import Run
 from .quadrature import screen_quadrature
@@ -507,7 +508,7 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
             if terms_at(0.0)["proxy"] >= bound:
                 row.update(proxy=None, pruned=f"its proxy without noise is already >= {bound:.6g}")
                 return row
-            z_star = _noise_at_affine(terms_at, bound)
+            z_star = noise_reaching_affine(terms_at, bound, MAX_NOISE, NOISE_AT_TOL)
             missed = False
             if z_star is not None:
                 with warnings.catch_warnings():
@@ -533,62 +534,9 @@ def _candidate(ctx: _Search, batching, b, epochs, lam, bound: float = math.inf) 
     return row
 
 
-def _noise_at(proxy_at, bound: float) -> float | None:
-    """A z at which the increasing ``proxy_at`` has reached ``bound`` (proxy_at(z) ≥ bound: the
-    callers prune where the target is missed there, so the calibrated z lies above it and its proxy
-    at or above ``bound`` — whatever the tolerance), within 0.1 % of the first such z, given
-    proxy_at(0) < bound; None where it stays below ``bound`` up to the calibrations' largest noise
-    multiplier (a bound that saturates: no z rules the item out)."""
-    lo, hi = 0.0, 1.0
-    while proxy_at(hi) < bound:
-        if hi > MAX_NOISE:
-            return None
-        lo, hi = hi, 2.0 * hi
-    while hi - lo > NOISE_AT_TOL * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if proxy_at(mid) < bound else (lo, mid)
-    return hi
-
-
-#: The largest noise :func:`_noise_at` tries (the first power of two above :data:`MAX_NOISE`).
-_NOISE_AT_TOP = 2.0 ** 20
-#: Where :func:`_noise_at_affine` reads each bound's slope in z² (a power of two: z² exact; far from
-#: 0, so the difference of the two readings is not lost to the bound's constant part).
-_NOISE_AT_PROBE = 2.0 ** 10
-
-
-def _noise_at_affine(terms_at, bound: float) -> float | None:
-    """:func:`_noise_at` for :func:`proxy_terms`' proxy (``terms_at(z)``: its terms at noise z),
-    the smallest of its bounds plus a bias, each bound affine in z²: the proxy reaches ``bound``
-    where every bound has, at the largest of the z² each reaches it at — read off the bounds at
-    z = 0 and z = :data:`_NOISE_AT_PROBE` — checked there (and nudged up where rounding left the
-    proxy under ``bound``), the bisection where that fails; 3–4 evaluations of the proxy where the
-    bisection took ~15.  None exactly where :func:`_noise_at` gives None (the proxy under
-    ``bound`` at the largest noise it tries)."""
-    def proxy_at(z: float) -> float:
-        return terms_at(z)["proxy"]
-
-    if proxy_at(_NOISE_AT_TOP) < bound:
-        return None
-    t0, t1 = terms_at(0.0), terms_at(_NOISE_AT_PROBE)
-    w = 0.0
-    for key in (k for k in t0 if k.endswith("_bound")):
-        need = bound - t0["bias_term"] - t0[key]
-        if need > 0.0:
-            slope = (t1[key] - t0[key]) / _NOISE_AT_PROBE ** 2
-            if not slope > 0.0:
-                return _noise_at(proxy_at, bound)
-            w = max(w, need / slope)
-    z, nudge = math.sqrt(w), 1e-12
-    for _ in range(40):
-        if proxy_at(z) >= bound:
-            return z
-        z, nudge = z * (1.0 + nudge) + 1e-300, 2.0 * nudge
-    return _noise_at(proxy_at, bound)
-
-
-#: How closely :func:`_noise_at` brackets the z where a proxy reaches the bound (relative): a wider
-#: bracket prunes a little less, never wrongly (it returns the bracket's upper end).
+#: How closely :func:`~noisysgd.noise_search.noise_reaching` brackets the z where a proxy reaches
+#: the bound (relative): a wider bracket prunes a little less, never wrongly (it returns the
+#: bracket's upper end).
 NOISE_AT_TOL = 1e-3
 
 
@@ -678,7 +626,7 @@ def _composition_group(ctx: _Search, b: int, epochs: int, alphas, bound: float =
         floor = _composition_floor(ctx, b, epochs, alphas)
         if floor(0.0) >= bound:
             return pruned(f"its proxy's lower bound without noise is already >= {bound:.6g}")
-        z_star = _noise_at(floor, bound)
+        z_star = noise_reaching(floor, bound, MAX_NOISE, NOISE_AT_TOL)
         at = None
         if z_star is not None:
             run = Run.from_epochs(epochs=epochs, n=ctx.n, batch_size=b, batching="poisson", learning_rate=1.0,
