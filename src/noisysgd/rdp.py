@@ -506,13 +506,13 @@ def replace_one_sampled_gaussian_rdp(orders, q, sigma) -> np.ndarray:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not raised:
         if len(_REPLACE_ONE_CACHE) >= 512:
-            _REPLACE_ONE_CACHE.pop(next(iter(_REPLACE_ONE_CACHE)))
+            _REPLACE_ONE_CACHE.clear()  # (one call, safe beside another thread's; refilled as asked)
         _REPLACE_ONE_CACHE[key] = out.copy()
     return out
 
 
-#: replace_one_sampled_gaussian_rdp's results by (orders, q, σ, cell factor), oldest first: a
-#: calibration reports its answer again at the end, and the certificate once more.
+#: replace_one_sampled_gaussian_rdp's results by (orders, q, σ, cell factor), at most 512 (then
+#: emptied): a calibration reports its answer again at the end, and the certificate once more.
 _REPLACE_ONE_CACHE: dict = {}
 
 
