@@ -237,5 +237,5 @@ def test_misses_near_delta_one_and_on_a_bad_target():
     report = noisysgd.epsilon(run, delta=delta, analyses=["shifted-interpolation"])
     for target in (report.epsilon * 0.999, report.epsilon, report.epsilon * 1.001, 6.844328325319403e-05):
         assert misses(run, epsilon=target, delta=delta, analyses=["shifted-interpolation"]) == (report.epsilon > target)
-    with pytest.raises(ValueError, match="epsilon must be a number >= 0. Found nan"):
+    with pytest.raises(ValueError, match="epsilon must be a non-negative finite number. Found nan"):
         misses(run, epsilon=float("nan"), delta=1e-6, analyses=["composition"])

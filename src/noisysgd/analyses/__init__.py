@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from ..gdp import gdp_epsilon, gdp_mu
 from ..rdp import validate_delta
-from ..run import Run
+from ..run import Run, checked_real
 from .base import Analysis, AnalysisResult, GDPAnalysis, RDPAnalysis
 from .altschuler_talwar import AltschulerTalwar, AltschulerTalwarSampled
 from .composition import Composition, CompositionPLD
@@ -46,8 +46,7 @@ def misses(run: Run, *, epsilon: float, delta: float, analyses) -> bool:
     exact conversion otherwise, as its report would.  For a search's prune (its candidates'
     reports are never shown)."""
     d = validate_delta(delta)
-    if not (isinstance(epsilon, (int, float)) and epsilon >= 0.0):  # (NaN too)
-        raise ValueError(f"epsilon must be a number >= 0. Found {epsilon!r}.")
+    epsilon = checked_real("epsilon", epsilon, positive=False)
     applies = False
     for name in dict.fromkeys([analyses] if isinstance(analyses, str) else analyses):
         analysis = get_analysis(name)
@@ -55,7 +54,7 @@ def misses(run: Run, *, epsilon: float, delta: float, analyses) -> bool:
             continue  # (a flagged analysis never supplies the best bound)
         if isinstance(analysis, GDPAnalysis):
             mu = analysis.mu(run)
-            if mu >= _missing_mu(float(epsilon), d):
+            if mu >= _missing_mu(epsilon, d):
                 applies = True
                 continue
             eps = gdp_epsilon(mu, d)

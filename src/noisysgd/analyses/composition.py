@@ -221,7 +221,8 @@ class CompositionPLD(Analysis):
         kind, count, q, sigma = _mechanism(run)
         # one integer order alone (exact series, no fractional one): where it already puts ε under 20,
         # so does the minimum over the orders (each order's bound only falls in the envelope)
-        if count * float(sampled_gaussian_rdp(_PROBE_ORDER, q, sigma)[0]) + math.log(1e5) / 7.0 <= 20.0 * (1 - 1e-9):
+        probe = count * float(sampled_gaussian_rdp(_PROBE_ORDER, q, sigma)[0]) + math.log(1e5) / (_PROBE_ORDER[0] - 1)
+        if probe <= 20.0 * (1 - 1e-9):
             return self.value_discretization_interval
         rdp = count * sampled_gaussian_rdp(_INTERVAL_ORDERS, q, sigma)
         coarse = float(np.min(rdp + np.log(1e5) / (_INTERVAL_ORDERS - 1)))  # ε at δ = 1e-5
