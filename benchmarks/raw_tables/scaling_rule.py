@@ -24,7 +24,6 @@ always-scaled outcome is the library's ``feature_range="private"`` of the run th
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -90,14 +89,21 @@ def _rules() -> dict:
             **RULES}
 
 
+def _pairs(cells) -> dict:
+    """Each fit's two outcomes, ``{(half, table, seed, ε): {method: cell}}``, for the private-range
+    and the forced-raw rows of ``cells``."""
+    pairs = defaultdict(dict)
+    for c in cells:
+        if c["method"] in (PRIVATE_RANGE, FORCED_RAW):
+            pairs[(c["half"], c["table"], c["seed"], c["epsilon"])][c["method"]] = c
+    return pairs
+
+
 def evaluate(data: dict, half: str, rules: dict) -> tuple[list, float]:
     """Per rule: (name, T1, T2, T3, mean accuracy, fits scaled, fits) on ``half`` of ``data``; and the
     per-fit oracle's mean accuracy."""
     cells = [c for c in data["cells"] if c["half"] == half]
-    pairs = defaultdict(dict)
-    for c in cells:
-        if c["method"] in (PRIVATE_RANGE, FORCED_RAW):
-            pairs[(c["table"], c["seed"], c["epsilon"])][c["method"]] = c
+    pairs = _pairs(cells)
     # the same answer (the strict read: the 3σ read of an unseen column depends on the library's fallback)
     mismatched = [k for k, v in pairs.items() if len(v) == 2 and v[PRIVATE_RANGE]["range_query"]["strict_scales"]
                   != v[FORCED_RAW]["range_query"]["strict_scales"]]
@@ -125,10 +131,7 @@ def by_unseen(data: dict) -> list:
     accuracy, share of fits where scaling lost, the worst fit's loss, its table)."""
     from noisysgd.preprocessing import scaling_decision
 
-    pairs = defaultdict(dict)
-    for c in data["cells"]:
-        if c["method"] in (PRIVATE_RANGE, FORCED_RAW):
-            pairs[(c["half"], c["table"], c["seed"], c["epsilon"])][c["method"]] = c
+    pairs = _pairs(data["cells"])
     bins = defaultdict(list)
     for (_, table, _, _), v in pairs.items():
         a = v[PRIVATE_RANGE]["range_query"]
