@@ -248,4 +248,4 @@ def test_the_closed_form_noise_at_is_the_bisections_or_just_below(n, b_log, p, s
     assert (old is None) == (new is None)
     if new is not None:
         assert terms(new)["proxy"] >= bound
-        assert old * (1 - 1.01e-3) <= new <= old
+        assert old * (1 - 1.01e-3) <= new <= old * (1 + 1e-9)  # (old: a bracket's end, new: nudged by ulps)
