@@ -71,3 +71,12 @@ def test_predicted_follows_the_coarse_slope():
     assert math.isclose(predicted([(1.0, 1.0), (2.0, 0.5)], 1.5, 0.6, 0.5), 1.8)
     assert predicted([(1.0, 1.0)], 1.5, 0.6, 0.5) is None  # no pair straddling the target
     assert predicted([(1.0, 1.0), (2.0, 1.2)], 1.5, 0.6, 1.1) is None  # ε rising in z: no prediction
+
+
+def test_predicted_reads_no_slope_between_points_whose_logs_round_equal():
+    """Two coarse points a float apart near 1e300 have the same log in float64: there is no slope
+    to read (a division by zero a hypothesis run found), so no prediction."""
+    x0 = 1e300
+    x1 = math.nextafter(x0, math.inf)
+    assert math.log(x1) == math.log(x0)
+    assert predicted([(x1, 0.5), (x0, 2.0)], x1, 0.5, 1.0) is None

@@ -96,9 +96,10 @@ def predicted(seen, z: float, eps: float, target: float) -> float | None:
     if not met or not missed or not (0.0 < eps < math.inf) or target <= 0.0:
         return None
     (x1, e1), (x0, e0) = min(met, key=lambda p: p[0]), max(missed, key=lambda p: p[0])
-    if not x0 < x1:
+    span = math.log(x1) - math.log(x0)
+    if not span > 0.0:  # (adjacent floats whose logs round equal: no slope to read)
         return None
-    slope = (math.log(e1) - math.log(e0)) / (math.log(x1) - math.log(x0))
+    slope = (math.log(e1) - math.log(e0)) / span
     if not slope < 0.0:
         return None
     return z * math.exp((math.log(target) - math.log(eps)) / slope)
