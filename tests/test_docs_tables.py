@@ -114,3 +114,13 @@ def test_the_raw_tables_readme_shows_the_benchmark_results():
         for key in ("acc", "bal"):
             mean = sum(v["defaults"][key] for v in cs) / len(cs)
             assert f"{mean:.3f}" in row, (half, key, row)
+    # README §17: the sixth set, run once
+    data = report.load([results / "raw_tables_sixth.json"])
+    res = report.targets(data, "sixth")
+    cs = [v for k, v in report.cells(data).items() if k[0] == "sixth" and report._complete(v)]
+    row = next(line for line in readme if line.startswith("| **defaults, sixth set** |"))
+    for target in ("T1", "T2", "T3"):
+        got, of = res[target]["defaults"]
+        assert f"{got}/{of}" in row, ("sixth", target, row)
+    for key in ("acc", "bal"):
+        assert f"{sum(v['defaults'][key] for v in cs) / len(cs):.3f}" in row, ("sixth", key, row)
