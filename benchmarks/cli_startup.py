@@ -12,6 +12,13 @@ Targets: help and one epsilon "well under half a second" (issue 14); predict at 
 medians and as ratios to `python -c pass` and to `python -c "import numpy"`; results in
 benchmarks/results/cli_startup.json with --json.
 
+predict is timed twice: as the installed console script (the `noisysgd` beside this
+interpreter, what a user types: its 6-line script imports `noisysgd.cli` and calls `main`), and
+as `python -m noisysgd predict`, which also runs runpy and importlib.util (~3 ms).  The predict
+target is judged on the console script's row; where no console script is installed (a source
+tree run without `pip install`), that row runs `python -m noisysgd` too, and the output and the
+JSON ("predict_command") say so.  The other commands run as `python -m noisysgd`.
+
 The files are generated into a temporary directory (20 numeric features and a binary label,
 fixed seed); the model that predict reads is trained once, untimed.  The commands run as an
 installed package does, with their modules' bytecode compiled once (pip compiles it at
@@ -26,6 +33,7 @@ import csv
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,6 +44,8 @@ from pathlib import Path
 import numpy as np
 
 CLI = [sys.executable, "-m", "noisysgd"]
+#: the console script pip installs beside the interpreter (``noisysgd.exe`` in Scripts\ on Windows)
+SCRIPT = shutil.which("noisysgd", path=os.path.dirname(sys.executable))
 NUMPY = "python -c 'import numpy'"
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -52,7 +62,8 @@ COMMANDS = {
         "--noise-multiplier", "1", "--lipschitz", "1", "--batching", "poisson", "--delta", "1e-5",
         "--analysis", "composition"],
 }
-PREDICT = "noisysgd predict (4,000-row CSV, 20 features)"
+PREDICT = "noisysgd predict (4,000-row CSV, 20 features)"  # the console script: the target's row
+PREDICT_M = "python -m noisysgd predict (4,000-row CSV, 20 features)"
 TRAIN = "noisysgd train (1,000-row CSV, 20 features, end to end)"
 #: the targets of issue 42 §3
 PREDICT_TARGET_RATIO_TO_NUMPY = 1.5
@@ -100,8 +111,10 @@ def main(argv=None) -> int:
         _write_data(work / "predict.csv", 4000, seed=1)
         subprocess.run([*CLI, "train", str(work / "train.csv"), "--target", "label", "--out", str(work / "model"),
                         "--quiet"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        commands = {**COMMANDS, PREDICT: [*CLI, "predict", str(work / "model"), str(work / "predict.csv"),
-                                          "--out", str(work / "predictions.csv")]}
+        predict_args = ["predict", str(work / "model"), str(work / "predict.csv"),
+                        "--out", str(work / "predictions.csv")]
+        commands = {**COMMANDS, PREDICT: [*([SCRIPT] if SCRIPT else CLI), *predict_args],
+                    PREDICT_M: [*CLI, *predict_args]}
         for cmd in commands.values():  # warm the file cache (and the bytecode cache)
             _time(cmd, env)
         times: dict[str, list[float]] = {name: [] for name in commands}
@@ -121,8 +134,11 @@ def main(argv=None) -> int:
               f"  {r['ratio_to_numpy']:14.2f}")
     predict_ok = rows[PREDICT]["ratio_to_numpy"] <= PREDICT_TARGET_RATIO_TO_NUMPY
     train_ok = rows[TRAIN]["median_s"] <= TRAIN_TARGET_S
-    print(f"predict: {rows[PREDICT]['ratio_to_numpy']:.2f} x import numpy (target <= "
-          f"{PREDICT_TARGET_RATIO_TO_NUMPY}: {'met' if predict_ok else 'NOT met'}); train: "
+    how = (f"the console script {SCRIPT}" if SCRIPT
+           else "python -m noisysgd: no console script beside this interpreter (pip install the package)")
+    print(f"predict: {rows[PREDICT]['ratio_to_numpy']:.2f} x import numpy as {how} (target <= "
+          f"{PREDICT_TARGET_RATIO_TO_NUMPY}: {'met' if predict_ok else 'NOT met'}), "
+          f"{rows[PREDICT_M]['ratio_to_numpy']:.2f} x as python -m noisysgd; train: "
           f"{rows[TRAIN]['median_s']:.2f} s (target <= {TRAIN_TARGET_S} s: {'met' if train_ok else 'NOT met'})")
     if args.json:
         out = Path(__file__).parent / "results" / "cli_startup.json"
@@ -132,6 +148,8 @@ def main(argv=None) -> int:
             "bytecode": ("the caller's environment" if args.no_bytecode_cache
                          else "compiled once into a temporary PYTHONPYCACHEPREFIX (as installed)"),
             "targets": {"predict_ratio_to_numpy": PREDICT_TARGET_RATIO_TO_NUMPY, "train_s": TRAIN_TARGET_S},
+            "predict_command": ("the console script (what a user types); the target is judged on its row" if SCRIPT
+                                else "python -m noisysgd: no console script was installed beside the interpreter"),
             "met": {"predict": predict_ok, "train": train_ok},
             "results": rows}, indent=2) + "\n")
         print(f"written: {out}")

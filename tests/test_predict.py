@@ -518,6 +518,8 @@ def test_predict_loads_no_accountant_trainer_or_scipy(trained, iris_files, tmp_p
                          ".add_argument('-x')")
     avoidable = [m for m in ("pathlib", "shutil") if m not in stdlib]
     assert not _forbidden(modules, avoidable), _forbidden(modules, avoidable)
+    # nor the csv module (~0.5 ms): a plain file is read by numpy's parser, and plain cells written as they are
+    assert not _forbidden(modules, ("csv", "_csv")), _forbidden(modules, ("csv", "_csv"))
     # scoring against a label column, with class probabilities (scipy.special's expit and softmax)
     status, modules = _modules_after_cli(["predict", str(trained), str(d / "train.csv"), "--target", "label",
                                           "--proba", "--json", "--out", str(tmp_path / "q.csv")])
@@ -643,6 +645,81 @@ def test_a_plain_csv_takes_the_fast_path(tmp_path):
     path.write_bytes(b"a,b,c\n1,2,x\n3,4,y\n")  # a text column not read: the fast path
     fast = _load_plain_csv(path, ["b", "a"])
     assert fast is not None and fast.X.tolist() == [[2.0, 1.0], [4.0, 3.0]]
+
+
+def test_a_plain_csv_beside_a_label_column_is_read_whole(tmp_path):
+    """Where all but a tenth of the columns are features, the plain path parses every column (numpy's
+    parser then checks every row's cells) and keeps the features: the csv module's table, and a row
+    of another width or a text cell outside the features as before (None, or the counted path)."""
+    from noisysgd.io import _load_csv, _load_plain_csv
+
+    names = [f"f{j}" for j in range(10)]
+    rng = np.random.default_rng(5)
+    rows = [[repr(v) for v in rng.normal(size=10).tolist()] + [str(rng.integers(2))] for _ in range(30)]
+    path = tmp_path / "d.csv"
+    features = names[::-1]  # another order: the columns are picked after the parse
+    for label, widths, expect_fast in (("label", False, True), ("label", True, False), ("text", False, True)):
+        body = [r[:-1] + (["yes"] if label == "text" else r[-1:]) for r in rows]
+        if widths:
+            body[17] = body[17] + ["1"]  # a row with one cell more: the csv module refuses it
+        _write_csv(path, names + ["label"], body)
+        fast = _load_plain_csv(path, features)
+        assert (fast is not None) == expect_fast
+        if fast is None:
+            with pytest.raises(ValueError, match="cells in every row"):
+                _load_csv(path, None, features)
+            continue
+        slow = _load_csv(path, None, features)
+        assert np.array_equal(fast.X, slow.X) and fast.X.flags.c_contiguous and fast.feature_names == features
+
+
+def test_the_csv_field_limit_is_read_without_importing_csv():
+    """io reads the csv module's field size limit only where a program imported it (only then can it
+    have been changed); else it is _csv's own default."""
+    import subprocess
+    import sys
+
+    from noisysgd import io
+
+    fresh = subprocess.run([sys.executable, "-c", "import _csv; print(_csv.field_size_limit())"],
+                           capture_output=True, text=True, check=True)
+    assert int(fresh.stdout) == io._CSV_FIELD_LIMIT
+    before = csv.field_size_limit(1000)
+    try:
+        assert io._csv_field_limit() == 1000
+    finally:
+        csv.field_size_limit(before)
+    assert io._csv_field_limit() == csv.field_size_limit()
+
+
+_PLAIN_CELLS = st.sampled_from(["1", "0", "-2.5", "1e-05", "nan", "inf", "setosa", "p_yes", "a b", " x ", "0.25"])
+_WRITTEN = st.one_of(_PLAIN_CELLS, st.sampled_from(
+    ["", ",", '"', "a,b", 'say "hi"', "x\ny", "x\rz", "é", "\t", "\x00", "\x7f"]),
+    st.text(max_size=3), st.integers(-5, 5), st.floats(-10, 10), st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), k=st.integers(0, 3), n=st.integers(0, 5))
+def test_predictions_are_written_as_the_csv_module_writes_them(data, k, n):
+    """predict writes plain cells itself, keeping csv out of its start: the bytes of
+    csv.writer(lineterminator="\\n"); what it does not take (quoting, empty cells, not text) it leaves
+    to the csv module, and the predictions' own cells (numbers and plain labels) it takes."""
+    import io
+
+    from noisysgd.cli.predict import _plain_csv_text
+
+    cells = data.draw(st.sampled_from([_PLAIN_CELLS, _WRITTEN]))  # plain cells only, or anything
+    header = data.draw(st.lists(cells, min_size=k, max_size=k))
+    columns = [data.draw(st.lists(cells, min_size=n, max_size=n)) for _ in range(k)]
+    text = _plain_csv_text(header, columns)
+    event("written as they are" if text is not None else "the csv module")
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(zip(*columns))
+    assert text is None or text == buffer.getvalue()
+    plain = _plain_csv_text(["prediction", "p_0.0", "p_1.0"], [["1", "0"], ["0.25", "0.5"], ["0.75", "0.5"]])
+    assert plain == "prediction,p_0.0,p_1.0\n1,0.25,0.75\n0,0.5,0.5\n"
 
 
 def test_create_exclusive_never_reuses_a_name(tmp_path, monkeypatch):

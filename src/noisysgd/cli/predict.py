@@ -12,7 +12,6 @@ score on private data is itself a release).
 
 from __future__ import annotations
 
-import csv
 import os
 
 import numpy as np
@@ -70,12 +69,18 @@ def _features(model, table) -> np.ndarray:
 
 
 def _write_csv(path: str, header: list[str], columns: list) -> None:
+    text = _plain_csv_text(header, columns)
     fd, tmp = create_exclusive(os.path.dirname(os.path.abspath(path)), ".noisysgd-predict.", ".csv")
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(header)
-            w.writerows(zip(*columns))
+            if text is not None:
+                f.write(text)
+            else:
+                import csv  # (here: cells that need quoting, or are not text)
+
+                w = csv.writer(f, lineterminator="\n")
+                w.writerow(header)
+                w.writerows(zip(*columns))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -83,6 +88,23 @@ def _write_csv(path: str, header: list[str], columns: list) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _plain_csv_text(header: list, columns: list) -> str | None:
+    """What ``csv.writer(f, lineterminator="\\n")`` writes of the row ``header`` and the rows
+    ``zip(*columns)``, where every cell is non-empty printable ASCII text with no comma or quote
+    (written as it is: nothing to quote); else None (the csv module writes them).  Predictions are
+    such cells (numbers, most class labels), and writing them so keeps :mod:`csv` out of
+    ``noisysgd predict``'s start (~0.5 ms)."""
+    for cells in (header, *columns):
+        try:
+            text = "".join(cells)
+        except TypeError:  # a cell that is not text (the csv module writes str() of it)
+            return None
+        if not (text.isascii() and text.isprintable()) or "," in text or '"' in text or not all(cells):
+            return None
+    rows = columns[0] if len(columns) == 1 else map(",".join, zip(*columns))
+    return "\n".join([",".join(header), *rows]) + "\n"
 
 
 def _cell(value):
