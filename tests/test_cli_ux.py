@@ -37,6 +37,36 @@ def test_import_and_help_load_nothing_heavy():
     assert _loaded_after(code) == set()
 
 
+def test_the_console_script_freezes_its_imports_and_main_leaves_the_collector_alone(capsys):
+    """console() (the ``noisysgd`` script, ``python -m noisysgd``) pauses the cyclic collector while
+    the command's modules load and freezes them after; main(), called in a user's program, leaves the
+    collector as it found it.  Each way the collector is on again when the command runs or returns."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert main(["calibrate", "--n", "1000", "--batch-size", "10", "--epochs", "1", "--lipschitz", "1",
+                 "--batching", "cyclic", "--epsilon", "1", "--delta", "1e-5", "--analysis",
+                 "composition"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    capsys.readouterr()
+    probe = ("import gc, sys\nfrom noisysgd import cli\nseen = []\nmain = cli.main\n"
+             "def spy(argv=None):\n    seen.append(gc.isenabled())\n    return main(argv)\n"
+             "cli.main = spy\nimport noisysgd.cli.calibrate as c\nhandler = c.cmd_calibrate\n"
+             "def during(args):\n    seen.append(gc.isenabled())\n    return handler(args)\n"
+             "c.cmd_calibrate = during\n"
+             "sys.argv = ['noisysgd'] + sys.argv[1:]\nstatus = cli.console()\n"
+             "print(status, seen, gc.isenabled(), gc.get_freeze_count() > 0)")
+    args = ["calibrate", "--n", "1000", "--batch-size", "10", "--epochs", "1", "--lipschitz", "1",
+            "--batching", "cyclic", "--epsilon", "1", "--delta", "1e-5", "--analysis", "composition"]
+    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "0 [False, True] True True", out.stdout
+    out = subprocess.run([sys.executable, "-c", probe, "--help"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "0 [False] True True", out.stdout
+    out = subprocess.run([sys.executable, "-c", probe.replace("import gc, sys", "import gc, sys\ngc.disable()"),
+                          *args], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "0 [False, False] False False", out.stdout
+
+
 def test_one_epsilon_loads_only_what_it_uses():
     """A cyclic run (no PLD needed) computes its ε without scikit-learn, dp_accounting or matplotlib."""
     code = ("from noisysgd.cli import main\nimport contextlib, io\n"
