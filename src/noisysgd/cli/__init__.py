@@ -63,9 +63,11 @@ def _startup_done() -> None:
     """After :func:`console`'s imports: what they loaded frozen (``gc.freeze``: the collector's later
     passes, and the one at the interpreter's exit, skip it), the collector on again."""
     if _STARTUP["collector_paused"]:
-        _STARTUP["collector_paused"] = False
-        gc.freeze()
-        gc.enable()
+        try:
+            gc.freeze()
+        finally:  # (on before the flag drops: an interrupt between them cannot leave it off)
+            gc.enable()
+            _STARTUP["collector_paused"] = False
 
 
 def console() -> int:
