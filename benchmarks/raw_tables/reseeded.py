@@ -8,7 +8,10 @@ script measures that floor.  For every table × seed × ε of the six sets it fi
 twice: with ``random_state=seed`` (the benchmark's fit, which must reproduce the committed cell) and
 with ``random_state=seed + 1000`` (the same split and procedure, other noise: the batches, the
 Gaussian noise, the private queries).  Then, per set, T3's test of each row against its re-seeded
-copy: the share of cells where ``row ≥ copy − 1 point`` (a procedure tested against itself).
+copy: the share of cells where ``row ≥ copy − 1 point`` (a procedure tested against itself).  That
+is the spread of independent draws; T3 itself compares two rows that share their noise (the same
+``random_state``, one range answer: a fit the rule scales *is* the reference fit), so it does not
+bound what a scaling rule can reach on T3 (README §18).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/reseeded.py \
         --json benchmarks/results/raw_tables_reseeded.json               # ~10 min, one thread
