@@ -168,9 +168,9 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth", "sixth"), required=True,
+    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth", "sixth", "seventh"), required=True,
                     help="fresh: fresh.py's third set (README §10); fourth: fourth.py's fourth set; "
-                         "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set")
+                         "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set; seventh: seventh.py's (kept aside)")
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
@@ -196,6 +196,8 @@ def main(argv=None) -> int:
         import fifth as source  # (only here: it reads the sdist named in fifth.py)
     elif args.half == "sixth":
         import sixth as source  # (only here: it reads the wheel named in sixth.py)
+    elif args.half == "seventh":
+        import seventh as source  # (only here: it reads the wheels named in seventh.py)
     else:
         source = T
     todo = source.names(args.half)
