@@ -48,7 +48,7 @@ code metrics, 7-16 % defective), river's Phishing (1,250 x 9 website features) a
 36 Landsat pixel values, 6 classes).  Out: german by 61 columns after one-hot (one over), hepatitis
 (80 complete rows) and hypothyroid (2: TBG is missing for almost every row) by size, sylva by its 216
 columns, Bananas by rule 2, and abalone, ecoli, glass, yeast, SPECTF, ImageSegments and Shuttle by
-rule 6.  Narrow — four of six are one kind of study — but unseen.
+rule 6.  Narrow — three of six are NASA software-defect tables — but unseen.
 """
 
 from __future__ import annotations
