@@ -9,6 +9,10 @@ For each table × seed (0, 1, 2) × ε (0.5, 1, 3), on an 80/20 stratified split
 the separate environment ``.venv-diffprivlib`` through ``dpl_worker.py``), and, once per seed (they
 do not depend on ε), scikit-learn's non-private scaled logistic regression and the majority class.
 
+``--independent-noise`` (README §20; use it for new runs): each table and seed fits with a
+``random_state`` of its own, where without it every table's fit of one seed draws the same
+standardized noise (the seed itself).
+
 Resume-safe: a cell (table, seed, method, ε) already in the JSON is skipped; the JSON is
 rewritten after every table.
 """
@@ -55,6 +59,17 @@ DPL_PYTHON = ROOT / ".venv-diffprivlib" / "bin" / "python"
 
 
 FORCE = {"raw": False}
+
+
+def fit_state(table: str, seed: int, independent: bool) -> int:
+    """The ``random_state`` of a fit (noisysgd's and diffprivlib's).  Shared: the split's ``seed``
+    itself, as every run before README §20 (each library draws its noise from its seed alone, so
+    every table's fit of one seed then gets the same standardized draws — one release-check draw
+    per seed for the whole benchmark).  Independent (``--independent-noise``): a number of its own
+    for each table and seed, sha256 of "table|seed" (what users fitting different tables get)."""
+    if not independent:
+        return seed
+    return int(hashlib.sha256(f"{table}|{seed}".encode()).hexdigest()[:8], 16)
 
 
 def _key(table, seed, method, eps):
@@ -174,6 +189,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
+    ap.add_argument("--independent-noise", action="store_true",
+                    help="each table and seed its own random_state for the fits (README §20); "
+                         "without it, random_state is the split's seed, shared by every table")
     ap.add_argument("--forced-raw", action="store_true",
                     help=f"also the row {FORCED_RAW!r} (for scaling_rule.py: the rule's other outcome)")
     args = ap.parse_args(argv)
@@ -210,7 +228,7 @@ def main(argv=None) -> int:
     done = {_key(c["table"], c["seed"], c["method"], c["epsilon"]) for c in data["cells"]}
     meta = _library_meta()
     data["runs"].append({"started": time.strftime("%Y-%m-%d %H:%M:%S"), "half": args.half, "tables": todo,
-                         **meta})
+                         "noise": "independent" if args.independent_noise else "shared", **meta})
     methods_eps = ([(m, e) for m in NOISYSGD_METHODS for e in EPSILONS]  # (with --forced-raw, its row too)
                    + ([] if args.no_diffprivlib else [(m, e) for m in DPL_METHODS for e in EPSILONS])
                    + [(NONPRIVATE, None), (MAJORITY, None)])
@@ -232,6 +250,7 @@ def main(argv=None) -> int:
         t_table = time.perf_counter()
         for seed in SEEDS:
             X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=TEST_SIZE, stratify=y, random_state=seed)
+            state = fit_state(name, seed, args.independent_noise)
 
             def record(method, eps, pred, **extra):
                 cell = {"table": name, "half": table.half, "seed": seed, "method": method, "epsilon": eps,
@@ -257,8 +276,8 @@ def main(argv=None) -> int:
                     if _key(name, seed, method, eps) in done:
                         continue
                     FORCE["raw"] = method == FORCED_RAW
-                    pred, extra = _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw)
-                    record(method, eps, pred, **extra)
+                    pred, extra = _noisysgd(X_tr, y_tr, X_te, labels, eps, state, **kw)
+                    record(method, eps, pred, random_state=state, **extra)
             if not args.no_diffprivlib:
                 split = f"seed{seed}.npz"
                 codes = {lab: i for i, lab in enumerate(labels)}
@@ -270,17 +289,19 @@ def main(argv=None) -> int:
                                              "y_tr": np.array([codes[v] for v in y_tr], dtype=np.int64)}
                         dpl_truth[seed] = y_te
                         dpl_jobs.append({"key": f"s{seed}_e{eps:g}_{variant}", "split": split, "epsilon": eps,
-                                         "seed": seed, "variant": variant, "method": method})
+                                         "seed": state, "split_seed": seed, "variant": variant,
+                                         "method": method})
         if dpl_jobs:
             bar.set_description(f"{name} diffprivlib")
             preds, dmeta = _run_dpl(dpl_jobs, dpl_splits)
             data.setdefault("diffprivlib_env", {k: dmeta[k] for k in ("diffprivlib", "scikit-learn", "numpy")})
             for job in dpl_jobs:
-                y_te = dpl_truth[job["seed"]]
+                y_te = dpl_truth[job["split_seed"]]
                 pred = np.asarray(labels, dtype=object)[preds[job["key"]]]
                 pred = pred.astype(y_te.dtype)
-                cell = {"table": name, "half": table.half, "seed": job["seed"], "method": job["method"],
-                        "epsilon": job["epsilon"], "n_test": int(len(y_te)), **_scores(y_te, pred),
+                cell = {"table": name, "half": table.half, "seed": job["split_seed"], "method": job["method"],
+                        "epsilon": job["epsilon"], "random_state": job["seed"], "n_test": int(len(y_te)),
+                        **_scores(y_te, pred),
                         "fit_s": dmeta["fit_s"][job["key"]], "data_norm": dmeta["data_norm"][job["key"]],
                         "data_norm_private": job["variant"] == "clip1"}
                 data["cells"].append(cell)
