@@ -154,3 +154,28 @@ def test_the_raw_tables_readme_shows_the_benchmark_results():
             assert cell.startswith(f"{got}/{of}"), (half, target, row)
         for key in ("acc", "bal"):
             assert f"{sum(v['defaults'][key] for v in cs) / len(cs):.3f}" in row, (half, key, row)
+
+
+def _raw_tables_module(name: str):
+    import sys
+
+    here = ROOT / "benchmarks" / "raw_tables"
+    sys.path.insert(0, str(here))
+    try:
+        spec = importlib.util.spec_from_file_location(f"raw_tables_{name}", here / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(here))
+    return module
+
+
+def test_the_raw_tables_readme_shows_the_check_variants():
+    # README §21: check_variants.py's summary file, rendered
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    variants = _raw_tables_module("check_variants")
+    summary = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_check_variants.json").read_text())
+    assert set(summary["rows"]) == set(variants.VARIANTS) | set(variants.DERIVED)
+    table = variants.markdown(summary)
+    assert table in text, table
+

@@ -1,0 +1,213 @@
+"""What the release check is worth, and what a better one could reach (README §21).
+
+Each variant re-runs the two noisysgd rows (the defaults and ``feature_range="private"``) of the six
+seen sets with ``--independent-noise``, the library unchanged but for one thing patched here; the
+other rows (diffprivlib, non-private LR, majority) are read from the committed files, whose fits
+the variant ``shipped`` reproduces exactly (same ``random_state``, same draws)::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/check_variants.py run model /tmp/cv/model
+    ...                                                        # and shipped, prior, intercept, margin1, share3
+    .venv/bin/python benchmarks/raw_tables/check_variants.py summary /tmp/cv \\
+        --json benchmarks/results/raw_tables_check_variants.json
+    .venv/bin/python benchmarks/raw_tables/check_variants.py markdown benchmarks/results/raw_tables_check_variants.json
+
+Variants (:data:`VARIANTS`); ``oracle`` is not run but computed, per fit, as the better on the
+*test* rows of ``model`` and ``prior`` (the same fit's two outcomes): what a release check that
+always chose right could reach — no private check can, it bounds what any of them could.
+The numbers are a measurement, none of them a default: nothing here is shipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE.parents[1] / "benchmarks" / "results"
+sys.path.insert(0, str(HERE))
+
+#: name -> what it changes (the library's release check, noisysgd.pipeline._checked_release)
+VARIANTS = {
+    "shipped": "the library as it is (a control: reproduces the committed cells)",
+    "model": "no check: the model always released (the check still asked and charged)",
+    "prior": "the prior always released (the model never)",
+    "intercept": "where the check releases a constant, its class from the model's intercept (coefficients 0, "
+                 "the model's bias row kept), not the class counts'",
+    "margin1": "the check's margin CHECK_MARGIN = 1.0 noise std (shipped: 0.5; §12 re-measured)",
+    "share3": "the check's share of μ CHECK_SHARE = 0.3 (shipped: 0.2)",
+}
+DERIVED = {"oracle": "per fit, the better on the test rows of model and prior (no private check can do this)"}
+#: the six seen sets: (file stem, halves it holds)
+SETS = {"all": ("design", "heldout"), "fresh": ("fresh",), "fourth": ("fourth",), "fifth": ("fifth",),
+        "sixth": ("sixth",)}
+NOISYSGD_ROWS = ("defaults", 'feature_range="private"')
+
+
+def _patch(variant: str) -> None:
+    import noisysgd.pipeline as pipeline
+    import noisysgd.prior as prior_mod
+
+    if variant == "margin1":
+        prior_mod.CHECK_MARGIN = 1.0
+    elif variant == "share3":
+        prior_mod.CHECK_SHARE = 0.3
+    if variant not in ("model", "prior", "intercept"):
+        return
+    checked = pipeline._checked_release
+
+    def patched(fit, X, y, loss, prior, events, p, execution, d):
+        W = np.array(fit.result.coef, dtype=float)
+        out = checked(fit, X, y, loss, prior, events, p, execution, d)
+        if variant == "prior":
+            W_out = pipeline.prior_start(prior, loss.param_shape(d), p["intercept_scaling"], ovr=pipeline._ovr(loss))
+        elif out.certificate["release_check"]["kept_model"]:
+            return out
+        elif variant == "model":
+            W_out = W
+        else:  # intercept: coefficients 0, the model's bias row
+            W_out = np.zeros_like(W)
+            W_out[-1] = W[-1]
+        return replace(out, result=replace(out.result, coef=W_out))
+
+    pipeline._checked_release = patched
+
+
+def run_variant(variant: str, out: Path, sets) -> None:
+    import run
+
+    _patch(variant)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in sets:
+        dst = out / f"{name}.json"
+        if not dst.exists():  # the committed file without its noisysgd rows: run.py re-runs only those
+            data = json.loads((RESULTS / f"raw_tables_{name}_independent.json").read_text())
+            data["cells"] = [c for c in data["cells"] if c["method"] not in NOISYSGD_ROWS]
+            tmp = Path(tempfile.mkstemp(dir=out, suffix=".json")[1])
+            tmp.write_text(json.dumps(data))
+            shutil.move(tmp, dst)
+        run.main(["--half", name, "--json", str(dst), "--independent-noise", "--no-diffprivlib"])
+
+
+def _key(c):
+    return c["table"], c["seed"], c["method"], c["epsilon"]
+
+
+def _oracle(root: Path, name: str) -> dict:
+    model = json.loads((root / "model" / f"{name}.json").read_text())
+    prior = {_key(c): c for c in json.loads((root / "prior" / f"{name}.json").read_text())["cells"]}
+    model["cells"] = [c if c["method"] not in NOISYSGD_ROWS or c["accuracy"] >= prior[_key(c)]["accuracy"]
+                      else prior[_key(c)] for c in model["cells"]]
+    return model
+
+
+def summary(root: Path) -> dict:
+    """{variant: {half: {T1, T2, T3: [got, of], acc, bal}}} of the defaults row, from the runs under ``root``."""
+    import report
+
+    out = {"variants": {**VARIANTS, **DERIVED}, "rows": {}}
+    for variant in list(VARIANTS) + list(DERIVED):
+        row = out["rows"][variant] = {}
+        for name, halves in SETS.items():
+            if variant in DERIVED:
+                data = _oracle(root, name)
+                fd, tmp = tempfile.mkstemp(suffix=".json")
+                os.close(fd)
+                Path(tmp).write_text(json.dumps(data))
+                paths = [tmp]
+            else:
+                paths = [root / variant / f"{name}.json"]
+            data = report.load([RESULTS / f"raw_tables_{name}_independent.json", *paths])
+            for half in halves:
+                res = report.targets(data, half)
+                cs = [v for k, v in report.cells(data).items() if k[0] == half and report._complete(v)]
+                row[half] = {t: list(res[t]["defaults"]) for t in ("T1", "T2", "T3")}
+                row[half].update(acc=sum(v["defaults"]["acc"] for v in cs) / len(cs),
+                                 bal=sum(v["defaults"]["bal"] for v in cs) / len(cs))
+    out["by_size"] = by_size(root)
+    return out
+
+
+SIZES = ((0, 300, "under 300"), (300, 1000, "300-999"), (1000, float("inf"), "1,000 or more"))
+
+
+def by_size(root: Path) -> dict:
+    """Per set and size of the training split: (fits, mean accuracy of oracle − shipped, of model −
+    shipped, in points), the defaults row."""
+    out = {}
+    for name in SETS:
+        shipped = json.loads((RESULTS / f"raw_tables_{name}_independent.json").read_text())
+        rows = shipped["tables"]
+        model = {_key(c): c for c in json.loads((root / "model" / f"{name}.json").read_text())["cells"]}
+        prior = {_key(c): c for c in json.loads((root / "prior" / f"{name}.json").read_text())["cells"]}
+        bins = {label: [0, 0.0, 0.0] for _, _, label in SIZES}
+        for c in shipped["cells"]:
+            if c["method"] != "defaults":
+                continue
+            n = rows[c["table"]]["rows"] - c["n_test"]
+            label = next(lab for lo, hi, lab in SIZES if lo <= n < hi)
+            m, p = model[_key(c)]["accuracy"], prior[_key(c)]["accuracy"]
+            b = bins[label]
+            b[0] += 1
+            b[1] += 100 * (max(m, p) - c["accuracy"])
+            b[2] += 100 * (m - c["accuracy"])
+        out[name] = {lab: [b[0], b[1] / b[0], b[2] / b[0]] if b[0] else [0, None, None] for lab, b in bins.items()}
+    return out
+
+
+HALVES = ("design", "heldout", "fresh", "fourth", "fifth", "sixth")
+SHARES = {"T1": 1.0, "T2": 0.85, "T3": 0.90}
+
+
+def markdown(summ: dict) -> str:
+    lines = ["| variant (defaults row) | " + " | ".join(HALVES) + " |", "|---" * (len(HALVES) + 1) + "|"]
+    for variant, row in summ["rows"].items():
+        cells = []
+        for half in HALVES:
+            r = row[half]
+            marks = "".join("✓" if r[t][0] >= SHARES[t] * r[t][1] - 1e-9 else "·" for t in ("T1", "T2", "T3"))
+            cells.append(f"{r['T1'][0]}/{r['T1'][1]}, {r['T2'][0]}/{r['T2'][1]}, {r['T3'][0]}/{r['T3'][1]} {marks}; "
+                         f"{r['acc']:.3f}")
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += ["", "| training rows | " + " | ".join(("design + heldout" if n == "all" else n) for n in SETS) + " |",
+              "|---" * (len(SETS) + 1) + "|"]
+    for _, _, label in SIZES:
+        cells = []
+        for name in SETS:
+            fits, orc, mod = summ["by_size"][name][label]
+            cells.append(f"{fits} fits: {orc:+.1f} / {mod:+.1f}" if fits else "—")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("variant", choices=list(VARIANTS))
+    r.add_argument("out", type=Path)
+    r.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
+    s = sub.add_parser("summary")
+    s.add_argument("root", type=Path, help="the folder holding one folder per variant")
+    s.add_argument("--json", type=Path, required=True)
+    m = sub.add_parser("markdown")
+    m.add_argument("json", type=Path)
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        run_variant(args.variant, args.out, args.sets)
+    elif args.cmd == "summary":
+        args.json.write_text(json.dumps(summary(args.root), indent=1) + "\n")
+    else:
+        print(markdown(json.loads(args.json.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
