@@ -179,3 +179,33 @@ def test_the_raw_tables_readme_shows_the_check_variants():
     table = variants.markdown(summary)
     assert table in text, table
 
+
+def test_the_raw_tables_readme_shows_the_seventh_set():
+    # README §22: the seventh set's file, and the scaling rules of scaling_rule.py on the seven sets
+    results = ROOT / "benchmarks" / "results"
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    section = text[text.index("## 22. The seventh set"):].splitlines()
+    report = _raw_tables_module("report")
+    data = report.load([results / "raw_tables_seventh.json"])
+    assert {r["noise"] for r in data["runs"]} == {"independent"}
+    res = report.targets(data, "seventh")
+    cs = [v for k, v in report.cells(data).items() if k[0] == "seventh" and report._complete(v)]
+    row = next(line for line in section if line.startswith("| **defaults, seventh set** |"))
+    for target, cell in zip(("T1", "T2", "T3"), row.split(" | ")[1:4]):
+        got, of = res[target]["defaults"]
+        assert cell.startswith(f"{got}/{of}"), (target, row)
+    for key in ("acc", "bal"):
+        assert f"{sum(v['defaults'][key] for v in cs) / len(cs):.3f}" in row, (key, row)
+    rule = _raw_tables_module("scaling_rule")
+    rules = rule._rules()
+    shown = {"| shipped (`scaling_decision`) |": "the library's rule (noisysgd.preprocessing.scaling_decision)",
+             "| scale unless the query saw no column |": "scale unless the query saw no column (3σ floor)"}
+    files = {"design": "all_independent", "heldout": "all_independent", "fresh": "fresh_independent",
+             "fourth": "fourth_independent", "fifth": "fifth_independent", "sixth": "sixth_independent",
+             "seventh": "seventh"}
+    for label, name in shown.items():
+        cells = next(line for line in section if line.startswith(label)).split(" | ")[1:]
+        for (half, stem), cell in zip(files.items(), cells):
+            (row,), _ = rule.evaluate(report.load([results / f"raw_tables_{stem}.json"]), half, {name: rules[name]})
+            got, of = row[3]
+            assert cell.strip(" |").startswith(f"{got}/{of}, {row[4]:.3f}"), (label, half, cell)

@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth", "sixth", "seventh"), required=True,
                     help="fresh: fresh.py's third set (README §10); fourth: fourth.py's fourth set; "
-                         "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set; seventh: seventh.py's (kept aside)")
+                         "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set; seventh: seventh.py's seventh set (run once, README §22)")
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
