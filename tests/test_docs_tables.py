@@ -92,7 +92,7 @@ def test_the_raw_tables_readme_shows_the_benchmark_results():
                         ("fresh", "| **defaults, fresh set** |")):
         data = json.loads((ROOT / "benchmarks" / "results" / f"raw_tables_{half}.json").read_text())
         res = report.targets(data, half)
-        cells = [v["defaults"]["acc"] for k, v in report.cells(data).items() if k[0] == half and report._complete(v)]
+        cells = [v["defaults"]["acc"] for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
         row = next(line for line in readme if line.startswith(label))
         for target in ("T1", "T2", "T3"):
             got, of = res[target]["defaults"]
@@ -106,7 +106,7 @@ def test_the_raw_tables_readme_shows_the_benchmark_results():
                  [results / f"raw_tables_{half}.json", results / "raw_tables_rerun_unseen_median.json"])
         data = report.load(files)
         res = report.targets(data, half)
-        cs = [v for k, v in report.cells(data).items() if k[0] == half and report._complete(v)]
+        cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
         row = next(line for line in readme[readme.index("## 16. An unseen column's range, a scaling rule for it, "
                                                         "and the fifth set run once"):] if line.startswith(label))
         for target in ("T1", "T2", "T3"):
@@ -118,7 +118,7 @@ def test_the_raw_tables_readme_shows_the_benchmark_results():
     # README §17: the sixth set, run once
     data = report.load([results / "raw_tables_sixth.json"])
     res = report.targets(data, "sixth")
-    cs = [v for k, v in report.cells(data).items() if k[0] == "sixth" and report._complete(v)]
+    cs = [v for k, v in report.cells(data).items() if k[0] == "sixth" and report.complete(v)]
     row = next(line for line in readme if line.startswith("| **defaults, sixth set** |"))
     for target in ("T1", "T2", "T3"):
         got, of = res[target]["defaults"]
@@ -146,7 +146,7 @@ def test_the_raw_tables_readme_shows_the_benchmark_results():
                               ("fifth", "| fifth |", "fifth"), ("sixth", "| sixth |", "sixth")):
         data = report.load([results / f"raw_tables_{name}_independent.json"])
         res = report.targets(data, half)
-        cs = [v for k, v in report.cells(data).items() if k[0] == half and report._complete(v)]
+        cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
         row = next(line for line in section if line.startswith(label))
         cells = row.split(" | ")
         for target, cell in zip(("T1", "T2", "T3"), cells[2:5]):
@@ -189,7 +189,7 @@ def test_the_raw_tables_readme_shows_the_seventh_set():
     data = report.load([results / "raw_tables_seventh.json"])
     assert {r["noise"] for r in data["runs"]} == {"independent"}
     res = report.targets(data, "seventh")
-    cs = [v for k, v in report.cells(data).items() if k[0] == "seventh" and report._complete(v)]
+    cs = [v for k, v in report.cells(data).items() if k[0] == "seventh" and report.complete(v)]
     row = next(line for line in section if line.startswith("| **defaults, seventh set** |"))
     for target, cell in zip(("T1", "T2", "T3"), row.split(" | ")[1:4]):
         got, of = res[target]["defaults"]

@@ -127,7 +127,7 @@ def summary(root: Path) -> dict:
             data = report.load([RESULTS / f"raw_tables_{name}_independent.json", *paths])
             for half in halves:
                 res = report.targets(data, half)
-                cs = [v for k, v in report.cells(data).items() if k[0] == half and report._complete(v)]
+                cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
                 row[half] = {t: list(res[t]["defaults"]) for t in ("T1", "T2", "T3")}
                 row[half].update(acc=sum(v["defaults"]["acc"] for v in cs) / len(cs),
                                  bal=sum(v["defaults"]["bal"] for v in cs) / len(cs))

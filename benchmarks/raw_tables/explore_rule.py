@@ -78,9 +78,9 @@ def _use_library(src: Path | None, expected_sha: str) -> dict:
         src = tmp / "src"
     sys.path.insert(0, str(src))
     sys.path.insert(1, str(HERE))
-    from run import _source_sha256  # noqa: E402  (run.py's own hash)
+    from run import source_sha256  # noqa: E402  (run.py's own hash)
 
-    sha = _source_sha256(Path(src) / "noisysgd")
+    sha = source_sha256(Path(src) / "noisysgd")
     if sha != expected_sha:
         raise SystemExit(f"{src}/noisysgd has sha256 {sha}, the baseline ran {expected_sha}")
     import noisysgd

@@ -75,12 +75,12 @@ def cells(data: dict) -> dict:
     return out
 
 
-def _complete(methods: dict) -> bool:
+def complete(methods: dict) -> bool:
     return all(m in methods for m in (DEFAULTS, PRIVATE_RANGE, NONPRIVATE, MAJORITY))
 
 
 def targets(data: dict, half: str) -> dict:
-    cs = {k: v for k, v in cells(data).items() if k[0] == half and _complete(v)}
+    cs = {k: v for k, v in cells(data).items() if k[0] == half and complete(v)}
     res = {"cells": len(cs), "tables": len({k[1] for k in cs}), "T1": {}, "T2": {}, "T3": {}, "fail": defaultdict(list)}
     has_dpl = all(DPL_NORM in v and DPL_CLIP in v for v in cs.values()) and cs
     for method in PRIVATE_ROWS + (NONPRIVATE, MAJORITY):
@@ -119,7 +119,7 @@ def print_targets(data: dict, half: str) -> None:
           f"| mean fit s |")
     print("|---|---|---|---|---|---|---|")
     for method in PRIVATE_ROWS + (NONPRIVATE, MAJORITY):
-        vals = [v[method] for k, v in cs.items() if k[0] == half and method in v and _complete(v)]
+        vals = [v[method] for k, v in cs.items() if k[0] == half and method in v and complete(v)]
         if not vals:
             continue
         t1 = res["T1"].get(method)

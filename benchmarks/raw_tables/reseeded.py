@@ -62,7 +62,7 @@ def _fit(X_tr, y_tr, X_te, y_te, labels, eps, state, kw) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = NoisySGDClassifier(epsilon=eps, classes=labels, random_state=state, **kw).fit(X_tr, y_tr)
-    return R._scores(y_te, clf.predict(X_te))
+    return R.scores(y_te, clf.predict(X_te))
 
 
 def run(path: Path, sets) -> None:
@@ -89,7 +89,7 @@ def run(path: Path, sets) -> None:
                         data["cells"].append({"half": half, "table": name, "seed": seed, "method": method,
                                               "epsilon": eps, "state": state, **scores,
                                               "n_test": int(len(y_te))})
-        R._save_json(path, data)  # (one cell a line, as run.py writes)
+        R.save_json(path, data)  # (one cell a line, as run.py writes)
     bar.close()
 
 

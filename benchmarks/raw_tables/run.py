@@ -76,7 +76,7 @@ def _key(table, seed, method, eps):
     return f"{table}|{seed}|{method}|{'-' if eps is None else format(eps, 'g')}"
 
 
-def _source_sha256(package_dir: Path) -> str:
+def source_sha256(package_dir: Path) -> str:
     h = hashlib.sha256()
     for p in sorted(package_dir.rglob("*.py")):
         h.update(str(p.relative_to(package_dir)).encode())
@@ -95,13 +95,13 @@ def _library_meta() -> dict:
     except Exception:  # pragma: no cover
         head = None
     return {"noisysgd": getattr(noisysgd, "__version__", None), "noisysgd_path": str(pkg),
-            "noisysgd_source_sha256": _source_sha256(pkg), "repo_head": head,
+            "noisysgd_source_sha256": source_sha256(pkg), "repo_head": head,
             "scikit-learn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version(),
             "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                                       "MKL_NUM_THREADS")}}
 
 
-def _scores(y_te, pred) -> dict:
+def scores(y_te, pred) -> dict:
     from sklearn.metrics import balanced_accuracy_score
 
     return {"accuracy": float(np.mean(pred == y_te)),
@@ -165,7 +165,7 @@ def _load_json(path: Path) -> dict:
             "tables": {}, "cells": []}
 
 
-def _save_json(path: Path, data: dict) -> None:
+def save_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     # one cell a line (the file is committed: small, and a diff shows which cells moved)
@@ -254,7 +254,7 @@ def main(argv=None) -> int:
 
             def record(method, eps, pred, **extra):
                 cell = {"table": name, "half": table.half, "seed": seed, "method": method, "epsilon": eps,
-                        "n_test": int(len(y_te)), **_scores(y_te, pred), **extra}
+                        "n_test": int(len(y_te)), **scores(y_te, pred), **extra}
                 data["cells"].append(cell)
                 done.add(_key(name, seed, method, eps))
                 bar.update(1)
@@ -301,7 +301,7 @@ def main(argv=None) -> int:
                 pred = pred.astype(y_te.dtype)
                 cell = {"table": name, "half": table.half, "seed": job["split_seed"], "method": job["method"],
                         "epsilon": job["epsilon"], "random_state": job["seed"], "n_test": int(len(y_te)),
-                        **_scores(y_te, pred),
+                        **scores(y_te, pred),
                         "fit_s": dmeta["fit_s"][job["key"]], "data_norm": dmeta["data_norm"][job["key"]],
                         "data_norm_private": job["variant"] == "clip1"}
                 data["cells"].append(cell)
@@ -309,10 +309,10 @@ def main(argv=None) -> int:
         data["tables"][name]["wall_s"] = data["tables"][name].get("wall_s", 0.0) + time.perf_counter() - t_table
         data["runs"][-1]["wall_s"] = time.perf_counter() - t_start
         data["runs"][-1]["finished_tables"] = data["runs"][-1].get("finished_tables", []) + [name]
-        _save_json(args.json, data)
+        save_json(args.json, data)
     bar.close()
     data["runs"][-1]["wall_s"] = time.perf_counter() - t_start
-    _save_json(args.json, data)
+    save_json(args.json, data)
     print(f"wrote {args.json} ({len(data['cells'])} cells, {time.perf_counter() - t_start:.0f} s)")
     return 0
 
