@@ -43,6 +43,9 @@ VARIANTS = {
                  "the model's bias row kept), not the class counts'",
     "margin1": "the check's margin CHECK_MARGIN = 1.0 noise std (shipped: 0.5; §12 re-measured)",
     "share3": "the check's share of μ CHECK_SHARE = 0.3 (shipped: 0.2)",
+    "common_range": "not the check: feature_range='auto' where it keeps the rows as given because at least two "
+                    "trusted columns share their units, every column scaled by one common range ±S (S the largest "
+                    "trusted scale) instead (README §22)",
 }
 DERIVED = {"oracle": "per fit, the better on the test rows of model and prior (no private check can do this)"}
 #: the six seen sets: (file stem, halves it holds)
@@ -55,6 +58,9 @@ def _patch(variant: str) -> None:
     import noisysgd.pipeline as pipeline
     import noisysgd.prior as prior_mod
 
+    if variant == "common_range":
+        _patch_common_range(pipeline)
+        return
     if variant == "margin1":
         prior_mod.CHECK_MARGIN = 1.0
     elif variant == "share3":
@@ -78,6 +84,32 @@ def _patch(variant: str) -> None:
         return replace(out, result=replace(out.result, coef=W_out))
 
     pipeline._checked_release = patched
+
+
+def _patch_common_range(pipeline) -> None:
+    """Same-unit tables by one common range: post-processing of the same answer (the shipped rule's
+    test, then the arrays of the ranges it returned set to ±S in place)."""
+    from noisysgd.preprocessing import SCALING_TRUSTED
+
+    last = {}
+    ranges_within, decide = pipeline.private_ranges_within, pipeline._scaling
+
+    def ranges(*a, **k):
+        out = ranges_within(*a, **k)
+        last["ranges"] = out[0]
+        return out
+
+    def scaling(q, replayed):
+        scaled, why = decide(q, replayed)
+        s = np.asarray(q["strict_scales"], dtype=float)
+        trusted = s[s > q["lowest_scale"]]
+        if scaled or replayed or trusted.size < SCALING_TRUSTED:
+            return scaled, why
+        low, high = last["ranges"]
+        low[:], high[:] = -trusted.max(), trusted.max()
+        return True, why.replace("the rows were kept as given", f"one common range ±{trusted.max():g}")
+
+    pipeline.private_ranges_within, pipeline._scaling = ranges, scaling
 
 
 def run_variant(variant: str, out: Path, sets) -> None:
