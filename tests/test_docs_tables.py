@@ -209,3 +209,27 @@ def test_the_raw_tables_readme_shows_the_seventh_set():
             (row,), _ = rule.evaluate(report.load([results / f"raw_tables_{stem}.json"]), half, {name: rules[name]})
             got, of = row[3]
             assert cell.strip(" |").startswith(f"{got}/{of}, {row[4]:.3f}"), (label, half, cell)
+
+
+def test_the_raw_tables_readme_shows_t3_as_the_issue_words_it_and_the_rules_left_out():
+    # README §22: literal T3 (scaling_rule.literal_t3) of four rules on the seven sets, and the
+    # leave-one-set-out table (scaling_rule.py --loso --all-variants), from the committed files
+    results = ROOT / "benchmarks" / "results"
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    section = text[text.index("**T3 as the issue words it"):].splitlines()
+    rule = _raw_tables_module("scaling_rule")
+    data = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
+                     + [results / "raw_tables_seventh.json"])
+    rules = rule._rules()
+    halves = ("design", "heldout", "fresh", "fourth", "fifth", "sixth", "seventh")
+    table = {h: {r[0]: r for r in rule.evaluate(data, h, rules)[0]} for h in halves}
+    shown = {"| shipped (`scaling_decision`) |": "the library's rule (noisysgd.preprocessing.scaling_decision)",
+             "| always raw |": "always raw (query charged)", "| always scaled |": "always scaled",
+             "| scale unless the query saw no column |": "scale unless the query saw no column (3σ floor)"}
+    for label, name in shown.items():
+        cells = next(line for line in section if line.startswith(label)).strip(" |").split(" | ")[1:]
+        lit = [table[h][name][7] for h in halves]
+        assert cells[:7] == [str(got) for got, _ in lit], (label, cells)
+        assert cells[7] == str(sum(got >= 0.9 * of - 1e-9 for got, of in lit)), (label, cells)
+    assert max(sum(table[h][n][7][0] >= 0.9 * table[h][n][7][1] - 1e-9 for h in halves) for n in rules) == 2
+    assert rule.loso_markdown(rule.leave_one_set_out(data, rules)) in text

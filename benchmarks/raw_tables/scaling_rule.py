@@ -19,6 +19,11 @@ always-scaled outcome is the library's ``feature_range="private"`` of the run th
     R=benchmarks/results
     .venv/bin/python benchmarks/raw_tables/scaling_rule.py $R/raw_tables_{design,heldout,fresh,fourth}.json \\
         $R/raw_tables_rerun_unseen_median.json $R/raw_tables_fifth.json [--all-variants]
+
+README §22 adds two readings over the seven sets (``$R/raw_tables_{all,fresh,fourth,fifth,sixth}_independent.json
+$R/raw_tables_seventh.json``): T3 as the issue words it (:func:`literal_t3`, a column of every table)
+and ``--loso`` (:func:`leave_one_set_out`: each set held out, the rule with the best mean accuracy on
+the others).
 """
 
 from __future__ import annotations
@@ -120,9 +125,43 @@ def evaluate(data: dict, half: str, rules: dict) -> tuple[list, float]:
             chosen.append({**(v[PRIVATE_RANGE] if s else v[FORCED_RAW]), "method": DEFAULTS})
         res = targets({"cells": base + chosen}, half)
         acc = np.mean([c["accuracy"] for c in chosen])
-        rows.append((name, res["T1"][DEFAULTS], res["T2"].get(DEFAULTS), res["T3"][DEFAULTS], acc, scaled, len(pairs)))
+        rows.append((name, res["T1"][DEFAULTS], res["T2"].get(DEFAULTS), res["T3"][DEFAULTS], acc, scaled, len(pairs),
+                     literal_t3(pairs, chosen)))
     oracle = np.mean([max(v[PRIVATE_RANGE]["accuracy"], v[FORCED_RAW]["accuracy"]) for v in pairs.values()])
     return rows, float(oracle)
+
+
+def literal_t3(pairs: dict, chosen: list) -> tuple[int, int]:
+    """T3 as issue 43 words it: the rule's row ≥ the better of {the rows as given, the rows scaled}
+    − 1 point, per table × ε cell (means over the seeds), where report.py's T3 takes the better of
+    {the rule's row, the rows scaled} — which a rule that always scales meets by construction.
+    ``chosen``: the rule's outcome of each fit, in the order of ``pairs``.  (cells that meet it, cells)"""
+    per = defaultdict(lambda: defaultdict(list))
+    for (_, table, _, eps), v, c in zip(pairs.keys(), pairs.values(), chosen):
+        per[(table, eps)]["rule"].append(c["accuracy"])
+        per[(table, eps)]["raw"].append(v[FORCED_RAW]["accuracy"])
+        per[(table, eps)]["scaled"].append(v[PRIVATE_RANGE]["accuracy"])
+    ok = [np.mean(p["rule"]) >= max(np.mean(p["raw"]), np.mean(p["scaled"])) - 0.01 for p in per.values()]
+    return int(sum(ok)), len(ok)
+
+
+def leave_one_set_out(data: dict, rules: dict) -> list:
+    """For each half of ``data`` held out, the rule of ``rules`` with the best mean accuracy over the
+    fits of the other halves (the issue's criterion: expected utility), and what it and the library's
+    rule give on the held-out half: (half, chosen rule, its accuracy, the library's, its T3 and the
+    library's, lenient and literal)."""
+    halves = list(dict.fromkeys(c["half"] for c in data["cells"]))
+    table = {h: {r[0]: r for r in evaluate(data, h, rules)[0]} for h in halves}
+    lib = "the library's rule (noisysgd.preprocessing.scaling_decision)"
+    out = []
+    for held in halves:
+        def utility(name):
+            rows = [table[h][name] for h in halves if h != held]
+            return sum(r[4] * r[6] for r in rows) / sum(r[6] for r in rows)
+        best = max(rules, key=utility)
+        b, ref = table[held][best], table[held][lib]
+        out.append((held, best, b[4], ref[4], b[3], ref[3], b[7], ref[7]))
+    return out
 
 
 def by_unseen(data: dict) -> list:
@@ -152,6 +191,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path, nargs="+", help="run.py's files, read as one (report.load)")
     ap.add_argument("--all-variants", action="store_true", help="also the ratio rules of README §7-8")
+    ap.add_argument("--loso", action="store_true",
+                    help="leave one set out: the rule with the best mean accuracy on the other halves, on the one held out")
     ap.add_argument("--by-unseen", action="store_true",
                     help="the fits the library's rule scales, by the share of columns the query did not see")
     args = ap.parse_args(argv)
@@ -167,14 +208,27 @@ def main(argv=None) -> int:
     if not args.all_variants:
         rules = dict(list(rules.items())[:6])
     data = load(args.json)
+    f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
+    if args.loso:
+        print(loso_markdown(leave_one_set_out(data, rules)))
+        return 0
     for half in dict.fromkeys(c["half"] for c in data["cells"]):
         rows, oracle = evaluate(data, half, rules)
-        print(f"\n{half}:\n\n| rule | T1 | T2 | T3 | mean acc. | fits scaled |\n|---|---|---|---|---|---|")
-        for name, t1, t2, t3, acc, scaled, n in rows:
-            f = lambda p: f"{p[0]}/{p[1]}" if p else "—"  # noqa: E731
-            print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {acc:.3f} | {scaled}/{n} |")
+        print(f"\n{half}:\n\n| rule | T1 | T2 | T3 | T3, the issue's wording | mean acc. | fits scaled |\n"
+              "|---|---|---|---|---|---|---|")
+        for name, t1, t2, t3, acc, scaled, n, lit in rows:
+            print(f"| {name} | {f(t1)} | {f(t2)} | {f(t3)} | {f(lit)} | {acc:.3f} | {scaled}/{n} |")
         print(f"\nper-fit oracle mean accuracy {oracle:.3f}")
     return 0
+
+
+def loso_markdown(rows: list) -> str:
+    lines = ["| held out | rule chosen on the other sets | its mean acc. (shipped) | T3 (shipped) | "
+             "T3, the issue's wording (shipped) |", "|---|---|---|---|---|"]
+    for held, best, acc, ref, t3, t3_ref, lit, lit_ref in rows:
+        lines.append(f"| {held} | {best} | {acc:.3f} ({ref:.3f}) | {t3[0]}/{t3[1]} ({t3_ref[0]}) | "
+                     f"{lit[0]}/{lit[1]} ({lit_ref[0]}) |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
