@@ -43,6 +43,9 @@ VARIANTS = {
                  "the model's bias row kept), not the class counts'",
     "margin1": "the check's margin CHECK_MARGIN = 1.0 noise std (shipped: 0.5; §12 re-measured)",
     "share3": "the check's share of μ CHECK_SHARE = 0.3 (shipped: 0.2)",
+    "shrink0.5": "where the check releases the prior, the prior's parameters plus half the way to the model's "
+                 "(W₀ + ½(W − W₀): the model's scores pulled halfway to the prior's log-odds) instead",
+    "shrink0.25": "the same, a quarter of the way",
     "common_range": "not the check: feature_range='auto' where it keeps the rows as given because at least two "
                     "trusted columns share their units, every column scaled by one common range ±S (S the largest "
                     "trusted scale) instead (README §22)",
@@ -65,7 +68,7 @@ def _patch(variant: str) -> None:
         prior_mod.CHECK_MARGIN = 1.0
     elif variant == "share3":
         prior_mod.CHECK_SHARE = 0.3
-    if variant not in ("model", "prior", "intercept"):
+    if variant not in ("model", "prior", "intercept") and not variant.startswith("shrink"):
         return
     checked = pipeline._checked_release
 
@@ -78,6 +81,9 @@ def _patch(variant: str) -> None:
             return out
         elif variant == "model":
             W_out = W
+        elif variant.startswith("shrink"):  # the released prior's W₀, moved toward the model
+            W0 = np.asarray(out.result.coef, dtype=float)
+            W_out = W0 + float(variant[len("shrink"):]) * (W - W0)
         else:  # intercept: coefficients 0, the model's bias row
             W_out = np.zeros_like(W)
             W_out[-1] = W[-1]
