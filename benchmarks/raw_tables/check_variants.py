@@ -12,8 +12,10 @@ the variant ``shipped`` reproduces exactly (same ``random_state``, same draws)::
     .venv/bin/python benchmarks/raw_tables/check_variants.py markdown benchmarks/results/raw_tables_check_variants.json
 
 Variants (:data:`VARIANTS`); ``oracle`` is not run but computed, per fit, as the better on the
-*test* rows of ``model`` and ``prior`` (the same fit's two outcomes): what a release check that
-always chose right could reach — no private check can, it bounds what any of them could.
+*test* rows of ``model`` and ``prior`` (the same fit's two outcomes): a test-set oracle, which no
+check (it counts training rows, with noise) can be.  It bounds the mean accuracy of any hard choice
+between the two — not a soft fallback's (``shrink*``), and not T1–T3, whose reference rows move
+with it.
 The numbers are a measurement, none of them a default: nothing here is shipped.
 """
 
