@@ -198,7 +198,7 @@ def test_the_raw_tables_readme_shows_the_seventh_set():
         assert f"{sum(v['defaults'][key] for v in cs) / len(cs):.3f}" in row, (key, row)
     rule = _raw_tables_module("scaling_rule")
     rules = rule._rules()
-    shown = {"| shipped (`scaling_decision`) |": "the library's rule (noisysgd.preprocessing.scaling_decision)",
+    shown = {"| shipped (`scaling_decision`) |": rule.LIBRARY,
              "| scale unless the query saw no column |": "scale unless the query saw no column (3σ floor)"}
     files = {"design": "all_independent", "heldout": "all_independent", "fresh": "fresh_independent",
              "fourth": "fourth_independent", "fifth": "fifth_independent", "sixth": "sixth_independent",
@@ -223,7 +223,7 @@ def test_the_raw_tables_readme_shows_t3_as_the_issue_words_it_and_the_rules_left
     rules = rule._rules()
     halves = ("design", "heldout", "fresh", "fourth", "fifth", "sixth", "seventh")
     table = {h: {r[0]: r for r in rule.evaluate(data, h, rules)[0]} for h in halves}
-    shown = {"| shipped (`scaling_decision`) |": "the library's rule (noisysgd.preprocessing.scaling_decision)",
+    shown = {"| shipped (`scaling_decision`) |": rule.LIBRARY,
              "| always raw |": "always raw (query charged)", "| always scaled |": "always scaled",
              "| scale unless the query saw no column |": "scale unless the query saw no column (3σ floor)"}
     for label, name in shown.items():

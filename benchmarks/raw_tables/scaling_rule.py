@@ -42,6 +42,10 @@ from report import load, targets  # noqa: E402
 from run import DEFAULTS, FORCED_RAW, PRIVATE_RANGE  # noqa: E402
 
 
+#: the name of the library's own rule among :func:`_rules`
+LIBRARY = "the library's rule (noisysgd.preprocessing.scaling_decision)"
+
+
 def _trusted(a, strict: bool, drop_lowest: bool):
     s = np.asarray(a["strict_scales"] if strict else a["scales"], dtype=float)
     seen = s > 0 if strict else s < 2.0 ** 17
@@ -85,7 +89,7 @@ def _rules() -> dict:
     from noisysgd.preprocessing import scaling_decision
 
     return {"always raw (query charged)": lambda a: False, "always scaled": lambda a: True,
-            "the library's rule (noisysgd.preprocessing.scaling_decision)": lambda a: scaling_decision(a)[0],
+            LIBRARY: lambda a: scaling_decision(a)[0],
             "§8's rule (strict, drop lowest, lower median > 16, unseen ≤ 0.25)":
                 RULES["strict, drop lowest, lower median (library) > 16"],
             "scale unless the query saw no column (3σ floor)": lambda a: a["uninformative_features"] < len(a["scales"]),
@@ -152,7 +156,7 @@ def leave_one_set_out(data: dict, rules: dict) -> list:
     library's, lenient and literal)."""
     halves = list(dict.fromkeys(c["half"] for c in data["cells"]))
     table = {h: {r[0]: r for r in evaluate(data, h, rules)[0]} for h in halves}
-    lib = "the library's rule (noisysgd.preprocessing.scaling_decision)"
+    lib = LIBRARY
     out = []
     for held in halves:
         def utility(name):
