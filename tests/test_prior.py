@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import noisysgd.pipeline as pipeline
 from noisysgd import NoisySGDClassifier
 from noisysgd.gdp import gdp_mu
-from noisysgd.prior import (CHECK_MARGIN, CHECK_SHARE, PRIOR_SHARE, check_sensitivity, class_counts_sensitivity,
-                            class_prior_within, prior_start, private_class_counts, release_check, reserve_check,
+from noisysgd.prior import (CHECK_MARGIN, CHECK_NEAR_UNIFORM, CHECK_SHARE, PRIOR_SHARE, check_margin,
+                            check_sensitivity, class_counts_sensitivity, class_prior_within, prior_start, private_class_counts, release_check, reserve_check,
                             rows_right)
 
 
@@ -211,3 +211,127 @@ def test_a_resumed_fit_replays_the_release_checks_answer():
     again = fit_declared(X, y, classification_loss(2), decl, Execution(random_state=None), recorded=recorded)
     a, b = first.fit.certificate["release_check"], again.fit.certificate["release_check"]
     assert b["noisy_difference"] == a["noisy_difference"] and b["kept_model"] == a["kept_model"]
+
+
+@pytest.mark.parametrize("tau, below, lost", [(0.5, 0.081, 0.31), (-0.5, 0.31, 0.081), (0.0, 0.17, 0.17)])
+def test_the_margins_bounds_stated_in_the_docstring(tau, below, lost):
+    """noisysgd.prior's docstring: at margin τσ_c a model D = −xσ_c behind the prior is kept with
+    probability Φ̄(τ + x), so the expected loss below the prior is at most max_x x·Φ̄(τ + x)·σ_c/n; a
+    model xσ_c ahead is replaced with probability Φ(τ − x), losing at most max_x x·Φ(τ − x)·σ_c/n.
+    Maximised in mpmath (independent of the library), to the docstring's two digits."""
+    def worst(f):
+        best = max(f(mpmath.mpf(i) / 1000) for i in range(1, 6000))
+        return float(best)
+    assert worst(lambda x: x * mpmath.ncdf(-(tau + x))) == pytest.approx(below, abs=0.005)
+    assert worst(lambda x: x * mpmath.ncdf(tau - x)) == pytest.approx(lost, abs=0.005)
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(2, 8), seed=st.integers(0, 10_000))
+def test_the_margin_is_negative_only_for_three_classes_or_more_near_uniform(k, seed):
+    """Binary priors keep +½σ_c; with k ≥ 3 the margin is −½σ_c exactly where the prior's largest share
+    is within CHECK_NEAR_UNIFORM of 1/k (tested away from that edge, where rounding cannot decide)."""
+    p = np.random.default_rng(seed).dirichlet(np.full(k, 0.7))
+    margin, why = check_margin(p)
+    edge = p.max() - (1.0 / k + CHECK_NEAR_UNIFORM)
+    if k == 2:
+        assert margin == CHECK_MARGIN
+    elif abs(edge) > 1e-9:
+        assert margin == (CHECK_MARGIN if edge > 0 else -CHECK_MARGIN)
+        assert (margin < 0) == ("near-uniform" in why)
+    assert check_margin(np.full(k, 1.0 / k))[0] == (CHECK_MARGIN if k == 2 else -CHECK_MARGIN)
+
+
+class _Draw:
+    """A generator whose one standard normal is ``z`` (the check's draw, fixed)."""
+
+    def __init__(self, z):
+        self.z = z
+
+    def standard_normal(self, *shape):
+        return self.z
+
+
+def test_a_negative_margin_keeps_a_model_slightly_behind_and_not_one_far_behind():
+    details = reserve_check(1.0, 1e-5, adjacency="replace")[0]
+    sigma = details["noise_std"]
+    behind = int(round(0.3 * sigma))  # the model 0.3 noise std behind the prior, the draw 0
+    assert release_check(1000, 1000 + behind, dict(details), margin=-CHECK_MARGIN, rng=_Draw(0.0))
+    assert not release_check(1000, 1000 + behind, dict(details), margin=CHECK_MARGIN, rng=_Draw(0.0))
+    far = int(round(0.8 * sigma))
+    assert not release_check(1000, 1000 + far, dict(details), margin=-CHECK_MARGIN, rng=_Draw(0.0))
+    answered = dict(details)
+    release_check(1000, 1000, answered, margin=-CHECK_MARGIN, rng=_Draw(0.0))
+    assert answered["margin"] == -CHECK_MARGIN and answered["kept_model"]
+
+
+def _three_classes(seed: int, n: int, shares, signal: float = 1.0):
+    """Rows of three classes in the given shares, each class's mean moved along its own column."""
+    rng = np.random.default_rng(seed)
+    y = rng.choice(3, size=n, p=shares)
+    X = rng.normal(size=(n, 4))
+    X[np.arange(n), y] += signal
+    return X, y
+
+
+def test_a_near_uniform_multiclass_fit_uses_the_negative_margin_at_no_privacy_cost(monkeypatch):
+    """Balanced classes: the certificate records the margin −½σ_c and why, the decision follows it, and the
+    run, its noise and the certificate's totals equal those of the same fit at +½σ_c."""
+    X, y = _three_classes(0, 1500, [1 / 3, 1 / 3, 1 / 3])
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+
+    signed = fit()
+    monkeypatch.setattr(pipeline, "check_margin", lambda prior: (CHECK_MARGIN, "positive"))
+    positive = fit()
+    check = signed.privacy_report_["release_check"]
+    assert check["margin"] == -CHECK_MARGIN and "near-uniform" in check["margin_rule"]
+    assert positive.privacy_report_["release_check"]["margin"] == CHECK_MARGIN
+    assert check["kept_model"] == (check["noisy_difference"] >= -CHECK_MARGIN * check["noise_std"])
+    assert check["noisy_difference"] == positive.privacy_report_["release_check"]["noisy_difference"]
+    for key in ("epsilon_total", "delta_total"):
+        assert signed.privacy_report_[key] == positive.privacy_report_[key]
+    assert signed.noise_multiplier_ == positive.noise_multiplier_
+    assert signed.privacy_report_["preprocessing"]["mu"] == positive.privacy_report_["preprocessing"]["mu"]
+
+
+def test_an_imbalanced_multiclass_prior_and_binary_ones_keep_the_positive_margin():
+    X, y = _three_classes(1, 3000, [0.8, 0.1, 0.1])
+    Xh, yh = _three_classes(2, 3000, [0.5, 0.5, 0.0])  # two balanced classes, k = 2 declared
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y),
+                NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(X[:, :2], (y > 0).astype(int)),
+                NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(Xh, yh)]
+    for clf in fits:
+        assert clf.privacy_report_["release_check"]["margin"] == CHECK_MARGIN
+
+
+def test_the_margin_reads_the_replayed_prior_not_the_rows():
+    """The margin is post-processing of the class counts' answer: the answers recorded on balanced rows,
+    replayed on imbalanced rows of the same shape, give the negative margin there too — and the answers of
+    the imbalanced rows, replayed on the balanced ones, the positive margin."""
+    import json
+
+    from noisysgd.pipeline import Declared, classification_loss, fit_declared
+    from noisysgd.private_fit import Execution
+
+    decl = Declared(task="classification", epsilon=1.0, delta=None, noise_multiplier=None, prior=True,
+                    center="private", clip_norm="auto")
+    loss = classification_loss(3)
+    data = {"balanced": _three_classes(3, 2000, [1 / 3, 1 / 3, 1 / 3]),
+            "skewed": _three_classes(4, 2000, [0.8, 0.1, 0.1])}
+    runs = {name: fit_declared(*rows, loss, decl, Execution(random_state=0)) for name, rows in data.items()}
+    assert runs["balanced"].fit.certificate["release_check"]["margin"] == -CHECK_MARGIN
+    assert runs["skewed"].fit.certificate["release_check"]["margin"] == CHECK_MARGIN
+    for recorded_on, rows_of in (("balanced", "skewed"), ("skewed", "balanced")):
+        answers = json.loads(json.dumps(runs[recorded_on].fit.certificate["preprocessing"]))
+        for part in answers["parts"]:  # (the check itself is asked afresh: it reads the model)
+            for key in ("noisy_difference", "kept_model", "margin"):
+                part.pop(key, None)
+        again = fit_declared(*data[rows_of], loss, decl, Execution(random_state=0), recorded=answers)
+        assert again.fit.certificate["release_check"]["margin"] == (-CHECK_MARGIN if recorded_on == "balanced"
+                                                                    else CHECK_MARGIN)

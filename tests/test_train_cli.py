@@ -274,3 +274,19 @@ def test_a_fit_that_releases_the_prior_says_so_in_one_line(tmp_path, capsys):
     cert = json.loads((tmp_path / "m" / "certificate.json").read_text())
     assert cert["release_check"]["kept_model"] is False and cert["preprocessing"]["dominant_columns"] == [1]
     assert len(lines) == 1 and "the class prior was released instead" in lines[0], lines
+
+
+def test_the_cli_takes_the_release_checks_margin_from_the_pipeline(tmp_path, capsys):
+    """Three balanced classes: `noisysgd train` runs the estimator's pipeline, so its certificate records the
+    margin −½σ_c of a near-uniform prior (noisysgd.prior.check_margin) and the summary says what was released."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=900)
+    X = rng.normal(size=(900, 3))
+    X[np.arange(900), y] += 2.0
+    path = write_csv(tmp_path / "three.csv", X, y)
+    assert main(["train", str(path), "--target", "label", "--classes", "0,1,2", "--epsilon", "1", "--seed", "0",
+                 "--out", str(tmp_path / "m")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    check = json.loads((tmp_path / "m" / "certificate.json").read_text())["release_check"]
+    assert check["margin"] == -0.5 and "near-uniform" in check["margin_rule"]
+    assert f"release check: {check['released']}" in text

@@ -36,7 +36,7 @@ import numpy as np
 
 from .config import configure
 from .curvature import curvature_for
-from .prior import class_prior_within, prior_start, release_check, reserve_check, rows_right
+from .prior import check_margin, class_prior_within, prior_start, release_check, reserve_check, rows_right
 from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within, recorded_part,
                             scaling_decision,
                             scale_to_ball)
@@ -422,18 +422,25 @@ def _search_epsilon(p: dict, spent: list) -> float | None:
 
 def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execution: Execution, d: int) -> PrivateFit:
     """Step 6: the release check (:func:`noisysgd.prior.release_check`, its budget reserved and
-    composed before the run): the model, or the prior where the model did not beat it."""
+    composed before the run): the model, or the prior where the model did not beat it by the margin
+    :func:`noisysgd.prior.check_margin` reads off the released prior."""
     check = next(e.details for e in events if e.kind == "release_check")
+    margin, why = check_margin(prior)  # (a function of the released prior: post-processing)
     if check.get("replayed"):  # (the answer a checkpoint recorded: one query, one answer)
         kept = bool(check["kept_model"])
+        margin = check.get("margin", margin)
     else:
         right = rows_right(fit.result.coef, X, y, feature_clip=p["feature_clip"],
                            intercept_scaling=p["intercept_scaling"], prior_class=int(np.argmax(prior)))
-        kept = release_check(*right, check, seed=execution.random_state, secure_mode=execution.secure_mode)
+        kept = release_check(*right, check, margin=margin, seed=execution.random_state,
+                             secure_mode=execution.secure_mode)
     certificate = fit.certificate
     certificate["release_check"] = {
         **{k: check[k] for k in ("mu", "epsilon", "delta", "noise_std", "noisy_difference", "query", "citation")},
-        "released": ("the model: it beat the class prior on the check" if kept else
+        "margin": margin, "margin_rule": why,
+        "released": (("the model: it beat the class prior on the check" if margin > 0 else
+                      "the model: it was not behind the class prior on the check by more than "
+                      f"{-margin:g} noise std (the prior is near-uniform)") if kept else
                      "the class prior (coefficients 0, the intercept at its log-odds): the model did not beat "
                      "it on the check"),
         "kept_model": kept}

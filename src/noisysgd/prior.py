@@ -26,13 +26,27 @@ budget.  Two Gaussian queries, each charged to the certificate, fix both:
    adjacency (its term goes from one of −1, 0, 1 to another) and by 1 under add/remove, so D̃ is
    (Δ/σ_c)-GDP, composed adaptively with everything before it (GDP and PLD composition do not
    depend on the order: Dong, Roth & Su 2022, Cor. 3.3; Zhu, Dong & Wang 2022, Thm 10).  If
-   D̃ < :data:`CHECK_MARGIN`·σ_c the classifier releases the prior instead of the model:
+   D̃ < τ the classifier releases the prior instead of the model:
    coefficients 0 and the intercept of step 1 — post-processing of the two answers and the model.
    A model that beats the prior by many more rows than σ_c is kept every time; one that loses by
    many more is replaced every time; in between the choice is a coin whose bias follows D.  With
    the margin τ = ½σ_c the expected training accuracy falls below the prior's by at most
    max_x x·Φ̄(½ + x)·σ_c/n = 0.081·σ_c/n (0.17·σ_c/n at τ = 0: a point on 645 rows at ε = 1), and
    a model better than the prior loses at most 0.31·σ_c/n of its advantage in expectation.
+3. **The margin's sign** (:func:`check_margin`: a function of the released prior p̂ and the public
+   number of classes k alone, post-processing).  τ = +:data:`CHECK_MARGIN`·σ_c guards against a model
+   worse than the prior.  A model whose scores carry no information about the labels (a run whose
+   noise swamped the rows) predicts class j on a share q_j of the rows whatever their labels, so its
+   expected accuracy is Σ_j q_j π_j for the classes' shares π: it falls below the prior's class by
+   max π − Σ q π, which is 0 on balanced classes whatever q.  There the guard mostly replaces models
+   that beat the prior: on iris (120 training rows, three balanced classes) at ε = 1 a model about
+   40 rows ahead of the prior meets σ_c ≈ 37 rows, and the check released the prior on 3 fits of 10.
+   So where k ≥ 3 and the private prior is near-uniform (p̂_max ≤ 1/k + :data:`CHECK_NEAR_UNIFORM`)
+   the margin is τ = −:data:`CHECK_MARGIN`·σ_c: the model is kept unless it is noisily behind the
+   prior by more than half a noise std, and the two bounds above trade places — at most
+   0.31·σ_c/n of expected training accuracy below the prior's, at most 0.081·σ_c/n of a better
+   model's advantage lost.  Binary tables keep τ = +½σ_c: near-balanced binary tables with little
+   signal are where the guard keeps the floor (``benchmarks/raw_tables/README.md`` §23).
 
 Both queries spend shares of the whole target's GDP μ — that of the (ε, δ) the user asked for, not
 of what other queries left (:data:`PRIOR_SHARE`, :data:`CHECK_SHARE`) — and of δ, reserved before
@@ -49,7 +63,7 @@ import numpy as np
 from .preprocessing import gaussian_share, query_rng, recorded_part
 from .rowmaps import augment_blocks
 
-__all__ = ["rows_right", "CHECK_MARGIN", "PRIOR_SHARE", "PRIOR_DELTA_SHARE", "CHECK_SHARE", "CHECK_DELTA_SHARE", "class_counts_sensitivity",
+__all__ = ["rows_right", "CHECK_MARGIN", "CHECK_NEAR_UNIFORM", "check_margin", "PRIOR_SHARE", "PRIOR_DELTA_SHARE", "CHECK_SHARE", "CHECK_DELTA_SHARE", "class_counts_sensitivity",
            "check_sensitivity", "private_class_counts", "class_prior_within", "prior_start", "reserve_check",
            "release_check"]
 
@@ -68,6 +82,9 @@ CHECK_DELTA_SHARE = 0.03
 #: The model is released when the check's noisy difference is at least this many noise standard
 #: deviations (module docstring: the expected loss below the prior, and above it, it allows).
 CHECK_MARGIN = 0.5
+#: With k ≥ 3 classes whose private prior's largest share is at most 1/k plus this, the margin is
+#: −CHECK_MARGIN noise stds (module docstring, 3).
+CHECK_NEAR_UNIFORM = 0.2
 
 
 def class_counts_sensitivity(adjacency: str) -> float:
@@ -177,17 +194,35 @@ def reserve_check(epsilon: float, delta: float, *, adjacency: str, target_mu: fl
             "citation": "Dong, Roth & Su 2022, Theorem 2.7 (Gaussian mechanism is mu-GDP)"}, epsilon - eq, delta - dq
 
 
-def release_check(model_right: int, prior_right: int, details: dict, *, seed=None, secure_mode: bool = False,
-                  rng=None) -> bool:
+def check_margin(prior) -> tuple[float, str]:
+    """(the check's margin τ/σ_c, why) from the released class prior p̂ alone (its length is the public
+    number of classes k): −:data:`CHECK_MARGIN` where k ≥ 3 and p̂_max ≤ 1/k + :data:`CHECK_NEAR_UNIFORM`,
+    +:data:`CHECK_MARGIN` elsewhere (module docstring, 3) — post-processing of the counts' answer.
+
+    >>> check_margin([0.3, 0.4, 0.3])[0], check_margin([0.8, 0.1, 0.1])[0], check_margin([0.5, 0.5])[0]
+    (-0.5, 0.5, 0.5)
+    """
+    p = np.asarray(prior, dtype=np.float64)
+    k, top = p.size, float(np.max(p))
+    if k >= 3 and top <= 1.0 / k + CHECK_NEAR_UNIFORM:
+        return -CHECK_MARGIN, (f"the private class prior is near-uniform (largest share {top:.3g}, at most 1/{k} + "
+                               f"{CHECK_NEAR_UNIFORM:g}), where a model without signal ties it in expectation: the "
+                               f"model is kept unless it is behind by more than {CHECK_MARGIN:g} noise std")
+    return CHECK_MARGIN, f"the model is kept if it is ahead by at least {CHECK_MARGIN:g} noise std"
+
+
+def release_check(model_right: int, prior_right: int, details: dict, *, margin: float = CHECK_MARGIN, seed=None,
+                  secure_mode: bool = False, rng=None) -> bool:
     """Ask the reserved check (:func:`reserve_check`'s ``details``, filled in place with the
     answer): D̃ = model_right − prior_right + N(0, σ_c²) (:func:`rows_right`'s counts).  True when
-    the model is kept (D̃ ≥ :data:`CHECK_MARGIN`·σ_c), False when the prior is released instead.  ``rng``: a generator
-    (tests); else the query's own stream of ``seed``, or the OS CSPRNG in ``secure_mode``."""
+    the model is kept (D̃ ≥ ``margin``·σ_c; :func:`check_margin`), False when the prior is released
+    instead.  ``rng``: a generator (tests); else the query's own stream of ``seed``, or the OS CSPRNG
+    in ``secure_mode``."""
     rng = query_rng(seed, secure_mode, 0xFA11B) if rng is None else rng
     diff = float(int(model_right) - int(prior_right))
     noisy = diff + details["noise_std"] * float(rng.standard_normal())
-    kept = noisy >= CHECK_MARGIN * details["noise_std"]
-    details.update(noisy_difference=noisy, kept_model=bool(kept))
+    kept = noisy >= float(margin) * details["noise_std"]
+    details.update(noisy_difference=noisy, kept_model=bool(kept), margin=float(margin))
     return bool(kept)
 
 
