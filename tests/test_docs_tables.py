@@ -233,3 +233,18 @@ def test_the_raw_tables_readme_shows_t3_as_the_issue_words_it_and_the_rules_left
         assert cells[7] == str(sum(got >= 0.9 * of - 1e-9 for got, of in lit)), (label, cells)
     assert max(sum(table[h][n][7][0] >= 0.9 * table[h][n][7][1] - 1e-9 for h in halves) for n in rules) == 2
     assert rule.loso_markdown(rule.leave_one_set_out(data, rules)) in text
+
+
+def test_the_raw_tables_readme_shows_the_signed_margin():
+    # README §23: check_variants.py's margins file, rendered; the library's own run (signed) equals the
+    # rule it ships, rebuilt per fit from the recorded answers, on every set
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    variants = _raw_tables_module("check_variants")
+    summary = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_check_margins.json").read_text())
+    assert summary["shipped_rule"] == variants.MARGIN_SHIPPED
+    assert set(summary["rules"]) == {"+0.5σ_c everywhere (shipped)"} | {r[0] for r in variants.MARGIN_RULES}
+    assert summary["signed"] == summary["rules"][variants.MARGIN_SHIPPED]
+    from noisysgd.prior import CHECK_MARGIN, CHECK_NEAR_UNIFORM
+    assert variants.MARGIN_SHIPPED == f"k ≥ 3, p̂_max ≤ 1/k + {CHECK_NEAR_UNIFORM:g}: {-CHECK_MARGIN:g}σ_c"
+    for table in variants.margins_markdown(summary).split("\n\n"):  # (three tables, text between them)
+        assert table in text, table

@@ -11,18 +11,34 @@ the variant ``shipped`` reproduces exactly (same ``random_state``, same draws)::
         --json benchmarks/results/raw_tables_check_variants.json
     .venv/bin/python benchmarks/raw_tables/check_variants.py markdown benchmarks/results/raw_tables_check_variants.json
 
+§23 (:data:`SIGNED`): ``signed`` is the library as it is since §23, whose check keeps the model
+unless it is behind by half a noise std where the private prior of three classes or more is
+near-uniform (``noisysgd.prior.check_margin``); every variant of §21, ``shipped`` included, runs
+the library as §21 measured it, the margin +½σ_c on every fit (:func:`_patch`), so they still
+reproduce §21.  The margins tried are rebuilt from ``shipped``, ``model`` and ``prior`` runs of the
+seven sets (``run.py`` records each check's noisy answer, so a margin is post-processing), and
+``signed`` is run and compared with ``shipped``::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/check_variants.py run signed /tmp/cv/signed \\
+        --sets all fresh fourth fifth sixth seventh                  # and shipped, model, prior
+    .venv/bin/python benchmarks/raw_tables/check_variants.py margins /tmp/cv \\
+        --json benchmarks/results/raw_tables_check_margins.json
+    .venv/bin/python benchmarks/raw_tables/check_variants.py margins-markdown \\
+        benchmarks/results/raw_tables_check_margins.json
+
 Variants (:data:`VARIANTS`); ``oracle`` is not run but computed, per fit, as the better on the
 *test* rows of ``model`` and ``prior`` (the same fit's two outcomes): a test-set oracle, which no
 check (it counts training rows, with noise) can be.  It bounds the mean accuracy of any hard choice
 between the two — not a soft fallback's (``shrink*``), and not T1–T3, whose reference rows move
 with it.
-The numbers are a measurement, none of them a default: nothing here is shipped.
+§21's numbers are a measurement, none of them a default: nothing there was shipped; §23's margin was.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -51,17 +67,32 @@ VARIANTS = {
                     "trusted columns share their units, every column scaled by one common range ±S (S the largest "
                     "trusted scale) instead (README §22)",
 }
+#: README §23: the library since the signed margin (not one of §21's variants, which measured the library
+#: before it, the margin +½σ_c on every fit: :func:`_patch` restores that for them)
+SIGNED = {"signed": "the library as it is: the check's margin −½σ_c where the private prior of three classes "
+                    "or more is near-uniform (noisysgd.prior.check_margin; README §23)"}
 DERIVED = {"oracle": "per fit, the better on the test rows of model and prior (no private check can do this)"}
 #: the six seen sets: (file stem, halves it holds)
 SETS = {"all": ("design", "heldout"), "fresh": ("fresh",), "fourth": ("fourth",), "fifth": ("fifth",),
         "sixth": ("sixth",)}
+#: a set run only where asked (``run --sets seventh``): README §22's, unseen by §21's variants
+LATER_SETS = {"seventh": ("seventh",)}
 NOISYSGD_ROWS = ("defaults", 'feature_range="private"')
+
+
+def committed(name: str) -> Path:
+    """The committed run of set ``name`` (with independent noise) whose other rows a variant reuses."""
+    return RESULTS / (f"raw_tables_{name}.json" if name in LATER_SETS else f"raw_tables_{name}_independent.json")
 
 
 def _patch(variant: str) -> None:
     import noisysgd.pipeline as pipeline
     import noisysgd.prior as prior_mod
 
+    if variant in SIGNED:
+        return  # the library as it is
+    # §21's variants measured the library before §23: the margin +CHECK_MARGIN on every fit, as then
+    pipeline.check_margin = lambda prior: (prior_mod.CHECK_MARGIN, "")
     if variant == "common_range":
         _patch_common_range(pipeline)
         return
@@ -127,7 +158,7 @@ def run_variant(variant: str, out: Path, sets) -> None:
     for name in sets:
         dst = out / f"{name}.json"
         if not dst.exists():  # the committed file without its noisysgd rows: run.py re-runs only those
-            data = json.loads((RESULTS / f"raw_tables_{name}_independent.json").read_text())
+            data = json.loads(committed(name).read_text())
             data["cells"] = [c for c in data["cells"] if c["method"] not in NOISYSGD_ROWS]
             tmp = Path(tempfile.mkstemp(dir=out, suffix=".json")[1])
             tmp.write_text(json.dumps(data))
@@ -219,23 +250,133 @@ def markdown(summ: dict) -> str:
     return "\n".join(lines)
 
 
+#: README §23: the margins tried (rebuilt per fit from the recorded noisy answer): (name, classes it
+#: applies to — "all" or "3+" —, excess t: near-uniform where p̂_max ≤ 1/k + t, margin there in σ_c;
+#: +½ elsewhere).  −inf: the model always kept there.
+MARGIN_RULES = ([(f"k ≥ 3, p̂_max ≤ 1/k + {t:g}: {tau:g}σ_c", "3+", t, tau)
+                 for t in (0.1, 0.2, 0.3, 1.0) for tau in (0.0, -0.5, -1.0, -math.inf)]
+                + [(f"every k, p̂_max ≤ 1/k + {t:g}: {tau:g}σ_c", "all", t, tau)
+                   for t in (0.1, 0.2) for tau in (0.0, -0.5, -math.inf)]
+                + [("every fit: 0σ_c", "all", 1.0, 0.0)])
+#: the rule the library ships (noisysgd.prior.check_margin)
+MARGIN_SHIPPED = "k ≥ 3, p̂_max ≤ 1/k + 0.2: -0.5σ_c"
+
+
+def _margin(cell: dict, classes: str, t: float, tau: float) -> float:
+    p = np.asarray(cell["class_prior"]["class_prior"], dtype=float)
+    k = p.size
+    near = (classes == "all" or k >= 3) and p.max() <= 1.0 / k + t
+    return tau if near else 0.5
+
+
+def _targets(data: dict, half: str) -> dict:
+    import report
+
+    res = report.targets(data, half)
+    cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
+    row = {t: list(res[t]["defaults"]) for t in ("T1", "T2", "T3")}
+    row.update(acc=sum(v["defaults"]["acc"] for v in cs) / len(cs), bal=sum(v["defaults"]["bal"] for v in cs) / len(cs))
+    return row
+
+
+def margins(root: Path) -> dict:
+    """README §23.  ``rules``: per rule of :data:`MARGIN_RULES` (and ``shipped``, +½σ_c everywhere),
+    per half of the seven sets, T1–T3 and mean (balanced) accuracy of the defaults row, rebuilt per
+    noisysgd fit from ``shipped``'s recorded check answer D̃ and σ_c: ``model``'s outcome where D̃ ≥ τσ_c,
+    ``prior``'s elsewhere (exact: the margin changes neither the run nor its noise).  ``signed``: the
+    library run itself (its targets, and per table whose margin was negative on some fit, those fits
+    and the defaults row's mean accuracy change, in points) — it must equal its rebuilt rule."""
+    runs = {v: {name: json.loads((root / v / f"{name}.json").read_text()) for name in {**SETS, **LATER_SETS}}
+            for v in ("shipped", "model", "prior", "signed")}
+    out = {"variants": {"shipped": VARIANTS["shipped"], **SIGNED}, "shipped_rule": MARGIN_SHIPPED, "rules": {},
+           "signed": {}, "tables": {}}
+    for label, classes, t, tau in [("+0.5σ_c everywhere (shipped)", "all", -1.0, 0.5)] + MARGIN_RULES:
+        row = out["rules"][label] = {}
+        for name, halves in {**SETS, **LATER_SETS}.items():
+            data = json.loads(json.dumps(runs["shipped"][name]))
+            model = {_key(c): c for c in runs["model"][name]["cells"]}
+            prior = {_key(c): c for c in runs["prior"][name]["cells"]}
+            cells = []
+            for c in data["cells"]:
+                if c["method"] in NOISYSGD_ROWS:
+                    answer = c["check_answer"]
+                    kept = answer["noisy_difference"] >= _margin(c, classes, t, tau) * answer["noise_std"]
+                    c = model[_key(c)] if kept else prior[_key(c)]
+                cells.append(c)
+            data["cells"] = cells
+            for half in halves:
+                row[half] = _targets(data, half)
+    for name, halves in {**SETS, **LATER_SETS}.items():
+        data = runs["signed"][name]
+        for half in halves:
+            out["signed"][half] = _targets(data, half)
+        before = {_key(c): c for c in runs["shipped"][name]["cells"]}
+        per = {}
+        for c in data["cells"]:
+            if c["method"] not in NOISYSGD_ROWS:
+                continue
+            t = per.setdefault(c["table"], {"half": c["half"], "fits": 0, "negative": 0, "points": []})
+            t["fits"] += 1
+            t["negative"] += c["check_answer"]["margin"] < 0
+            if c["method"] == "defaults":
+                t["points"].append(100 * (c["accuracy"] - before[_key(c)]["accuracy"]))
+        for table, t in per.items():
+            if t["negative"]:
+                out["tables"][table] = {"set": t["half"], "fits": t["fits"], "negative": t["negative"],
+                                        "defaults_points": sum(t["points"]) / len(t["points"])}
+    return out
+
+
+def margins_markdown(summ: dict) -> str:
+    """The three tables of README §23 from :func:`margins`' file."""
+    halves = list(summ["signed"])
+    lines = ["| margin where the prior is near-uniform (else +0.5σ_c) | " + " | ".join(halves) + " |",
+             "|---" * (len(halves) + 1) + "|"]
+    for label, row in summ["rules"].items():
+        cells = [f"{row[h]['T1'][0]}, {row[h]['T2'][0]}, {row[h]['T3'][0]}; {row[h]['acc']:.3f}" for h in halves]
+        name = f"**{label}** (shipped)" if label == summ["shipped_rule"] else label
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "| set (defaults row) | T1: +½σ_c everywhere → signed | T2 (≥ 85 %) | T3 (≥ 90 %) | mean acc. | "
+              "mean bal. acc. |", "|---|---|---|---|---|---|"]
+    before = summ["rules"]["+0.5σ_c everywhere (shipped)"]
+    for half, b in summ["signed"].items():
+        a = before[half]
+        cells = [f"{a[t][0]} → {b[t][0]} /{a[t][1]}" for t in ("T1", "T2", "T3")]
+        cells += [f"{a[k]:.3f} → {b[k]:.3f}" for k in ("acc", "bal")]
+        lines.append(f"| {half} | " + " | ".join(cells) + " |")
+    lines += ["", "| table (set) | noisysgd fits with the margin −½σ_c | defaults' mean accuracy change |",
+              "|---|---|---|"]
+    for table, t in sorted(summ["tables"].items(), key=lambda kv: (-kv[1]["defaults_points"], kv[0])):
+        lines.append(f"| {table} ({t['set']}) | {t['negative']} of {t['fits']} | {t['defaults_points']:+.1f} points |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("variant", choices=list(VARIANTS))
+    r.add_argument("variant", choices=list(VARIANTS) + list(SIGNED))
     r.add_argument("out", type=Path)
-    r.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
+    r.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS) + list(LATER_SETS))
     s = sub.add_parser("summary")
     s.add_argument("root", type=Path, help="the folder holding one folder per variant")
     s.add_argument("--json", type=Path, required=True)
     m = sub.add_parser("markdown")
     m.add_argument("json", type=Path)
+    g = sub.add_parser("margins", help="README §23: the margins tried, and signed against shipped, on the seven sets")
+    g.add_argument("root", type=Path, help="the folder holding shipped/, model/, prior/ and signed/")
+    g.add_argument("--json", type=Path, required=True)
+    gm = sub.add_parser("margins-markdown")
+    gm.add_argument("json", type=Path)
     args = ap.parse_args(argv)
     if args.cmd == "run":
         run_variant(args.variant, args.out, args.sets)
     elif args.cmd == "summary":
         args.json.write_text(json.dumps(summary(args.root), indent=1) + "\n")
+    elif args.cmd == "margins":
+        args.json.write_text(json.dumps(margins(args.root), indent=1) + "\n")
+    elif args.cmd == "margins-markdown":
+        print(margins_markdown(json.loads(args.json.read_text())))
     else:
         print(markdown(json.loads(args.json.read_text())))
     return 0

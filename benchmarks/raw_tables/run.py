@@ -136,6 +136,11 @@ def _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw) -> tuple[np.ndarray, di
              "centered": bool((rep.get("preprocessing") or {}).get("centered")),
              "range_query": None if answer is None else {k: answer.get(k) for k in ANSWER_KEYS},
              "release_check": (rep.get("release_check") or {}).get("kept_model"),
+             "check_answer": {k: (rep.get("release_check") or {}).get(k) for k in ("noisy_difference", "noise_std",
+                                                                                 "margin")},
+             "class_prior": next(({k: part.get(k) for k in ("class_prior", "noisy_counts", "noise_std")}
+                                  for part in pre.get("parts", [pre]) if isinstance(part, dict)
+                                  and "noisy_counts" in part), None),
              "near_chance_warning": any("barely better than predicting one class" in m for m in msgs),
              "warnings": [m[:80] for m in msgs]}
     return clf.predict(X_te), extra
