@@ -186,22 +186,32 @@ def test_the_raw_tables_readme_shows_the_check_variants():
     assert table in text, table
 
 
-def test_the_raw_tables_readme_shows_the_seventh_set():
-    # README §22: the seventh set's file, and the scaling rules of scaling_rule.py on the seven sets
+def _set_rows_match(heading: str, stem: str, half: str, rows: dict) -> tuple:
+    """A set run once (§22, §24): its README section's rows of targets (line start -> method) against
+    the committed file ``raw_tables_{stem}.json``, run with noise of its own per table.  Returns
+    (the section's lines, the report module, the results folder, the data)."""
     results = ROOT / "benchmarks" / "results"
     text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
-    section = text[text.index("## 22. The seventh set"):].splitlines()
+    section = text[text.index(heading):].splitlines()
     report = _raw_tables_module("report")
-    data = report.load([results / "raw_tables_seventh.json"])
+    data = report.load([results / f"raw_tables_{stem}.json"])
     assert {r["noise"] for r in data["runs"]} == {"independent"}
-    res = report.targets(data, "seventh")
-    cs = [v for k, v in report.cells(data).items() if k[0] == "seventh" and report.complete(v)]
-    row = next(line for line in section if line.startswith("| **defaults, seventh set** |"))
-    for target, cell in zip(("T1", "T2", "T3"), row.split(" | ")[1:4]):
-        got, of = res[target]["defaults"]
-        assert cell.startswith(f"{got}/{of}"), (target, row)
-    for key in ("acc", "bal"):
-        assert f"{sum(v['defaults'][key] for v in cs) / len(cs):.3f}" in row, (key, row)
+    res = report.targets(data, half)
+    cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
+    for label, method in rows.items():
+        row = next(line for line in section if line.startswith(label))
+        for target, cell in zip(("T1", "T2", "T3"), row.split(" | ")[1:4]):
+            got, of = res[target][method]
+            assert cell.startswith(f"{got}/{of}"), (target, row)
+        for key in ("acc", "bal"):
+            assert f"{sum(v[method][key] for v in cs) / len(cs):.3f}" in row, (key, row)
+    return section, report, results, data
+
+
+def test_the_raw_tables_readme_shows_the_seventh_set():
+    # README §22: the seventh set's file, and the scaling rules of scaling_rule.py on the seven sets
+    section, report, results, _ = _set_rows_match("## 22. The seventh set", "seventh", "seventh",
+                                                  {"| **defaults, seventh set** |": "defaults"})
     rule = _raw_tables_module("scaling_rule")
     rules = rule._rules()
     shown = {"| shipped (`scaling_decision`) |": rule.LIBRARY,
@@ -257,22 +267,8 @@ def test_the_raw_tables_readme_shows_the_signed_margin():
 
 
 def test_the_raw_tables_readme_shows_the_eighth_set():
-    # README §24: the eighth set's file (run once, noise of its own per table), its row of targets
-    results = ROOT / "benchmarks" / "results"
-    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
-    section = text[text.index("## 24. An eighth set"):].splitlines()
-    report = _raw_tables_module("report")
-    eighth = _raw_tables_module("eighth")
-    data = report.load([results / "raw_tables_eighth.json"])
-    assert {r["noise"] for r in data["runs"]} == {"independent"}
-    assert sorted(data["tables"]) == eighth.names()
-    res = report.targets(data, "eighth")
-    cs = [v for k, v in report.cells(data).items() if k[0] == "eighth" and report.complete(v)]
-    for label, method in (("| **defaults, eighth set** |", "defaults"),
-                          ('| `feature_range="private"` |', 'feature_range="private"')):
-        row = next(line for line in section if line.startswith(label))
-        for target, cell in zip(("T1", "T2", "T3"), row.split(" | ")[1:4]):
-            got, of = res[target][method]
-            assert cell.startswith(f"{got}/{of}"), (target, row)
-        for key in ("acc", "bal"):
-            assert f"{sum(v[method][key] for v in cs) / len(cs):.3f}" in row, (key, row)
+    # README §24: the eighth set's file (run once, noise of its own per table), its rows of targets
+    _, _, _, data = _set_rows_match("## 24. An eighth set", "eighth", "eighth",
+                                    {"| **defaults, eighth set** |": "defaults",
+                                     '| `feature_range="private"` |': 'feature_range="private"'})
+    assert sorted(data["tables"]) == _raw_tables_module("eighth").names()
