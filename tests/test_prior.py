@@ -335,3 +335,29 @@ def test_the_margin_reads_the_replayed_prior_not_the_rows():
         again = fit_declared(*data[rows_of], loss, decl, Execution(random_state=0), recorded=answers)
         assert again.fit.certificate["release_check"]["margin"] == (-CHECK_MARGIN if recorded_on == "balanced"
                                                                     else CHECK_MARGIN)
+
+
+def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at():
+    """A checkpoint's recorded check is replayed with its decision and its margin — also one recorded before
+    the margin was (every check was then decided at +CHECK_MARGIN), whatever this version's rule reads off
+    the prior."""
+    import json
+
+    from noisysgd.pipeline import Declared, classification_loss, fit_declared
+    from noisysgd.private_fit import Execution
+
+    decl = Declared(task="classification", epsilon=1.0, delta=None, noise_multiplier=None, prior=True,
+                    center="private", clip_norm="auto")
+    loss = classification_loss(3)
+    X, y = _three_classes(5, 2000, [1 / 3, 1 / 3, 1 / 3])
+    first = fit_declared(X, y, loss, decl, Execution(random_state=0))
+    assert first.fit.certificate["release_check"]["margin"] == -CHECK_MARGIN
+    for recorded_margin in (True, False):
+        answers = json.loads(json.dumps(first.fit.certificate["preprocessing"]))
+        part = next(p_ for p_ in answers["parts"] if "noisy_difference" in p_)
+        if not recorded_margin:
+            del part["margin"]
+        again = fit_declared(X, y, loss, decl, Execution(random_state=0), recorded=answers).fit.certificate
+        assert again["release_check"]["noisy_difference"] == part["noisy_difference"]
+        assert again["release_check"]["kept_model"] == part["kept_model"]
+        assert again["release_check"]["margin"] == (-CHECK_MARGIN if recorded_margin else CHECK_MARGIN)

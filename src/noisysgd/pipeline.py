@@ -36,7 +36,7 @@ import numpy as np
 
 from .config import configure
 from .curvature import curvature_for
-from .prior import check_margin, class_prior_within, prior_start, release_check, reserve_check, rows_right
+from .prior import CHECK_MARGIN, check_margin, class_prior_within, prior_start, release_check, reserve_check, rows_right
 from .preprocessing import (center_rows, combine_queries, private_center_within, private_ranges_within, recorded_part,
                             scaling_decision,
                             scale_to_ball)
@@ -394,7 +394,8 @@ def _prior(y, loss, declared: Declared, p: dict, n: int, execution: Execution, r
                                                     target_mu=target_mu)
     asked = recorded_part(recorded, "release_check")
     if asked is not None and "noisy_difference" in asked:  # a resumed fit whose check was answered: not again
-        check.update(noisy_difference=asked["noisy_difference"], kept_model=asked["kept_model"], replayed=True)
+        check.update(noisy_difference=asked["noisy_difference"], kept_model=asked["kept_model"], replayed=True,
+                     **({"margin": asked["margin"]} if "margin" in asked else {}))
     events.append(QueryEvent.of("release_check", check))
     return prior
 
@@ -428,7 +429,9 @@ def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execut
     margin, why = check_margin(prior)  # (a function of the released prior: post-processing)
     if check.get("replayed"):  # (the answer a checkpoint recorded: one query, one answer)
         kept = bool(check["kept_model"])
-        margin = check.get("margin", margin)
+        if check.get("margin", CHECK_MARGIN) != margin:  # (recorded by a version with another rule, or before
+            margin = check.get("margin", CHECK_MARGIN)   # the margin was recorded: +CHECK_MARGIN then)
+            why = "the margin the recorded check was decided at"
     else:
         right = rows_right(fit.result.coef, X, y, feature_clip=p["feature_clip"],
                            intercept_scaling=p["intercept_scaling"], prior_class=int(np.argmax(prior)))
