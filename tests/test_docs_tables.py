@@ -268,7 +268,15 @@ def test_the_raw_tables_readme_shows_the_signed_margin():
 
 def test_the_raw_tables_readme_shows_the_eighth_set():
     # README §24: the eighth set's file (run once, noise of its own per table), its rows of targets
-    _, _, _, data = _set_rows_match("## 24. An eighth set", "eighth", "eighth",
+    section, _, _, data = _set_rows_match("## 24. An eighth set", "eighth", "eighth",
                                     {"| **defaults, eighth set** |": "defaults",
                                      '| `feature_range="private"` |': 'feature_range="private"'})
     assert sorted(data["tables"]) == _raw_tables_module("eighth").names()
+    rule = _raw_tables_module("scaling_rule")
+    rules = rule._rules()
+    shipped, more = (rule.evaluate(rule.load([ROOT / "benchmarks" / "results" / "raw_tables_eighth.json"]), "eighth",
+                                   {name: rules[name]})[0][0]
+                     for name in (rule.LIBRARY, "scale unless the query saw no column (3σ floor)"))
+    line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
+    assert (f"the shipped rule {shipped[3][0]}/{shipped[3][1]} of report.py's T3 and {shipped[4]:.3f} mean accuracy; "
+            f'"scale unless the query saw no column" {more[3][0]}/{more[3][1]} and {more[4]:.3f}') in line
