@@ -280,3 +280,15 @@ def test_the_raw_tables_readme_shows_the_eighth_set():
     line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
     assert (f"the shipped rule {shipped[3][0]}/{shipped[3][1]} of report.py's T3 and {shipped[4]:.3f} mean accuracy; "
             f'"scale unless the query saw no column" {more[3][0]}/{more[3][1]} and {more[4]:.3f}') in line
+
+
+def test_the_raw_tables_readme_shows_the_reseeded_copies_with_independent_noise():
+    # README §25: reseeded.py --independent-noise's summary, rendered; every first fit reproduced its cell
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    reseeded = _raw_tables_module("reseeded")
+    summary = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_reseeded_independent_summary.json")
+                         .read_text())
+    assert list(summary) == list(reseeded.INDEPENDENT_SETS)
+    assert all(row["reproduced"] == row["first_fits"] for row in summary.values())
+    table = reseeded.markdown(summary)
+    assert table in text[text.index("## 25."):], table

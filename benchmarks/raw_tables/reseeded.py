@@ -18,7 +18,22 @@ bound what a scaling rule can reach on T3 (README §18).
     .venv/bin/python benchmarks/raw_tables/reseeded.py --report benchmarks/results/raw_tables_reseeded.json
 
 Resume-safe: a cell already in the JSON is skipped; the JSON is rewritten after every table.  The
-wheels of fresh.py to sixth.py must be in ``.fresh-wheels`` (their docstrings say how).
+wheels of fresh.py to seventh.py must be in ``.fresh-wheels`` (their docstrings say how).
+
+``--independent-noise`` (README §25): §18's fits gave every table of a seed the same
+``random_state`` (seed, then seed + 1000), so each copy drew one release-check noise for all tables
+(README §20).  With it, each first fit is the benchmark's ``run.py --independent-noise`` fit
+(``random_state`` = sha256 of "table|seed") and its copy draws from sha256 of "table|seed + 1000";
+the eight sets are run, against the committed ``*_independent``, seventh and eighth files, with the
+release check's margin of those files (+½σ_c on every fit: README §23's margin patched out, so the
+first fits reproduce them)::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/reseeded.py --independent-noise \
+        --json /tmp/raw_tables_reseeded_independent.json \
+        --summary-json benchmarks/results/raw_tables_reseeded_independent_summary.json   # ~7 min, one thread
+
+(the 7,272 fits' file stays out of the repository; its summary, the table README §25 shows, is
+committed.)
 """
 
 from __future__ import annotations
@@ -38,6 +53,11 @@ import run as R  # noqa: E402
 import tables as T  # noqa: E402
 
 SETS = ("design", "heldout", "fresh", "fourth", "fifth", "sixth")
+#: --independent-noise: the eight sets, and the committed files of run.py --independent-noise
+INDEPENDENT_SETS = SETS + ("seventh", "eighth")
+COMMITTED_INDEPENDENT = {"design": ("raw_tables_all_independent.json",), "heldout": ("raw_tables_all_independent.json",),
+                         **{h: (f"raw_tables_{h}_independent.json",) for h in ("fresh", "fourth", "fifth", "sixth")},
+                         "seventh": ("raw_tables_seventh.json",), "eighth": ("raw_tables_eighth.json",)}
 OFFSET = 1000
 ROWS = {R.DEFAULTS: {}, R.PRIVATE_RANGE: {"feature_range": "private"}}
 #: the committed cells each set's first fits must reproduce (the library of README §16-17)
@@ -65,11 +85,24 @@ def _fit(X_tr, y_tr, X_te, y_te, labels, eps, state, kw) -> dict:
     return R.scores(y_te, clf.predict(X_te))
 
 
-def run(path: Path, sets) -> None:
+def _states(name: str, seed: int, independent: bool) -> tuple[int, int]:
+    """(the benchmark fit's random_state, its copy's)."""
+    if not independent:
+        return seed, seed + OFFSET
+    return R.fit_state(name, seed, True), R.fit_state(name, seed + OFFSET, True)
+
+
+def run(path: Path, sets, independent: bool = False) -> None:
     from sklearn.model_selection import train_test_split
     from tqdm import tqdm
 
-    data = json.loads(path.read_text()) if path.exists() else {"cells": [], "meta": R._library_meta()}
+    if independent:  # the margin of the committed files (README §23 patched out): the first fits reproduce them
+        import noisysgd.pipeline as pipeline
+        from noisysgd.prior import CHECK_MARGIN
+
+        pipeline.check_margin = lambda prior: (CHECK_MARGIN, "")
+    data = json.loads(path.read_text()) if path.exists() else {"cells": [], "meta": R._library_meta(),
+                                                               "noise": "independent" if independent else "shared"}
     done = {(c["half"], c["table"], c["seed"], c["method"], c["epsilon"], c["state"]) for c in data["cells"]}
     todo = [(s, n) for s in sets for n in source(s).names(s)]
     bar = tqdm(total=len(todo) * len(R.SEEDS) * len(R.EPSILONS) * len(ROWS) * 2, unit="fit", dynamic_ncols=True)
@@ -80,14 +113,14 @@ def run(path: Path, sets) -> None:
                                                       random_state=seed)
             for method, kw in ROWS.items():
                 for eps in R.EPSILONS:
-                    for state in (seed, seed + OFFSET):
+                    for copy, state in enumerate(_states(name, seed, independent)):
                         bar.update(1)
                         if (half, name, seed, method, eps, state) in done:
                             continue
                         bar.set_description(f"{half} {name}")
                         scores = _fit(X_tr, y_tr, X_te, y_te, table.labels, eps, state, kw)
                         data["cells"].append({"half": half, "table": name, "seed": seed, "method": method,
-                                              "epsilon": eps, "state": state, **scores,
+                                              "epsilon": eps, "state": state, "copy": bool(copy), **scores,
                                               "n_test": int(len(y_te))})
         R.save_json(path, data)  # (one cell a line, as run.py writes)
     bar.close()
@@ -104,17 +137,19 @@ def summary(path: Path) -> dict:
     import report
 
     data = json.loads(path.read_text())
+    independent = data.get("noise") == "independent"
     out = {}
     results = HERE.parents[1] / "benchmarks" / "results"
-    for half in SETS:
+    for half in INDEPENDENT_SETS if independent else SETS:
         mine = [c for c in data["cells"] if c["half"] == half]
         if not mine:
             continue
-        committed = report.load([results / f for f in COMMITTED[half]])
+        committed = report.load([results / f for f in (COMMITTED_INDEPENDENT if independent else COMMITTED)[half]])
         base = [c for c in committed["cells"] if c["half"] == half]
         ref = {(c["table"], c["seed"], c["method"], c["epsilon"]): c["accuracy"] for c in base if c["method"] in ROWS}
-        first = [c for c in mine if c["state"] < OFFSET]
-        copy = {m: [c for c in mine if c["state"] >= OFFSET and c["method"] == m] for m in ROWS}
+        is_copy = (lambda c: c["copy"]) if independent else (lambda c: c["state"] >= OFFSET)  # noqa: E731
+        first = [c for c in mine if not is_copy(c)]
+        copy = {m: [c for c in mine if is_copy(c) and c["method"] == m] for m in ROWS}
         others = [c for c in base if c["method"] not in ROWS]
         row = {"reproduced": sum(ref.get((c["table"], c["seed"], c["method"], c["epsilon"])) == c["accuracy"]
                                  for c in first), "first_fits": len(first)}
@@ -129,6 +164,13 @@ def summary(path: Path) -> dict:
         row["self_T3"] = {R.DEFAULTS: self_d["T3"][R.DEFAULTS], R.PRIVATE_RANGE: self_p["T3"][R.PRIVATE_RANGE]}
         out[half] = row
     return out
+
+
+def compact(s: dict) -> dict:
+    """:func:`summary` without the targets' per-cell failure lists (what :func:`markdown` reads)."""
+    return {half: {**{k: row[k] for k in ("reproduced", "first_fits", "self_T3")},
+                   **{k: {t: row[k][t] for t in ("T1", "T2", "T3")} for k in ("committed", "copies")}}
+            for half, row in s.items()}
 
 
 def _pct(pair) -> str:
@@ -152,16 +194,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, help="run, writing here")
     ap.add_argument("--report", type=Path, help="summarise this file")
-    ap.add_argument("--sets", nargs="*", default=list(SETS), choices=SETS)
+    ap.add_argument("--sets", nargs="*", choices=INDEPENDENT_SETS, help="default: the six sets (the eight with "
+                    "--independent-noise)")
+    ap.add_argument("--independent-noise", action="store_true", help="README §25 (module docstring)")
+    ap.add_argument("--summary-json", type=Path, help="also write the summary (compact) here")
     args = ap.parse_args(argv)
+    sets = args.sets or list(INDEPENDENT_SETS if args.independent_noise else SETS)
     if args.json:
         t0 = time.perf_counter()
-        run(args.json, args.sets)
+        run(args.json, sets, args.independent_noise)
         print(f"wrote {args.json} ({time.perf_counter() - t0:.0f} s)")
     if args.report or args.json:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # (report.cells' mean fit time: none recorded here)
-            print(markdown(summary(args.report or args.json)))
+            s = compact(summary(args.report or args.json))
+        print(markdown(s))
+        if args.summary_json:
+            args.summary_json.write_text(json.dumps(s, indent=1) + "\n")
     return 0
 
 
