@@ -553,7 +553,8 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         rather than below it.  With three classes or more whose private prior
         is near-uniform (largest share at most 1/k + 0.2) the margin is minus
         half a noise std: there a model without signal ties the prior in
-        expectation, and the model is kept unless it is behind.  Both are charged to the certificate
+        expectation, and the model is kept unless it is behind by more than
+        half a noise std.  Both are charged to the certificate
         (``privacy_report_["release_check"]``; :mod:`noisysgd.prior`).
         None: neither (zeros as the start, the model always released).
 
