@@ -361,3 +361,25 @@ def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at():
         assert again["release_check"]["noisy_difference"] == part["noisy_difference"]
         assert again["release_check"]["kept_model"] == part["kept_model"]
         assert again["release_check"]["margin"] == (-CHECK_MARGIN if recorded_margin else CHECK_MARGIN)
+
+
+@pytest.mark.parametrize("shares, kept", [([1 / 3, 1 / 3, 1 / 3], True), ([0.8, 0.1, 0.1], False)])
+def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept):
+    """The check's draw fixed so that the noisy difference is exactly 0: between −½σ_c and +½σ_c, so the
+    decision tells the two margins apart — kept on a near-uniform prior (−½σ_c), the prior released on an
+    imbalanced one (+½σ_c), and the certificate's margin is the one the decision used."""
+    real = pipeline.release_check
+
+    def at_zero(model_right, prior_right, details, **kw):
+        z = -(model_right - prior_right) / details["noise_std"]
+        return real(model_right, prior_right, details, margin=kw["margin"], rng=_Draw(z))
+
+    monkeypatch.setattr(pipeline, "release_check", at_zero)
+    X, y = _three_classes(6, 3000, shares)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    check = clf.privacy_report_["release_check"]
+    assert check["noisy_difference"] == pytest.approx(0.0, abs=1e-9)
+    assert check["kept_model"] is kept and check["margin"] == (-CHECK_MARGIN if kept else CHECK_MARGIN)
+    assert np.any(clf.coef_ != 0) == kept
