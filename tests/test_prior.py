@@ -382,4 +382,5 @@ def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept
     check = clf.privacy_report_["release_check"]
     assert check["noisy_difference"] == pytest.approx(0.0, abs=1e-9)
     assert check["kept_model"] is kept and check["margin"] == (-CHECK_MARGIN if kept else CHECK_MARGIN)
+    assert check["released"].startswith("the model: it was not behind" if kept else "the class prior")
     assert np.any(clf.coef_ != 0) == kept

@@ -441,7 +441,8 @@ def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execut
     certificate["release_check"] = {
         **{k: check[k] for k in ("mu", "epsilon", "delta", "noise_std", "noisy_difference", "query", "citation")},
         "margin": margin, "margin_rule": why,
-        "released": (("the model: it beat the class prior on the check" if margin > 0 else
+        "released": (("the model: it beat the class prior on the check"
+                      if check["noisy_difference"] >= CHECK_MARGIN * check["noise_std"] else
                       "the model: it was not behind the class prior on the check by more than "
                       f"{-margin:g} noise std (the prior is near-uniform)") if kept else
                      "the class prior (coefficients 0, the intercept at its log-odds): the model did not beat "
