@@ -189,11 +189,7 @@ def summary(root: Path) -> dict:
             # (a variant's file holds every row: run_variant copies the committed ones it does not re-run)
             data = _oracle(root, name) if variant in DERIVED else report.load([root / variant / f"{name}.json"])
             for half in halves:
-                res = report.targets(data, half)
-                cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
-                row[half] = {t: list(res[t]["defaults"]) for t in ("T1", "T2", "T3")}
-                row[half].update(acc=sum(v["defaults"]["acc"] for v in cs) / len(cs),
-                                 bal=sum(v["defaults"]["bal"] for v in cs) / len(cs))
+                row[half] = _targets(data, half)
     out["by_size"] = by_size(root)
     return out
 
