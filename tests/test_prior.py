@@ -363,8 +363,9 @@ def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at():
         assert again["release_check"]["margin"] == (-CHECK_MARGIN if recorded_margin else CHECK_MARGIN)
 
 
+@pytest.mark.parametrize("adjacency", ["replace", "add-remove"])
 @pytest.mark.parametrize("shares, kept", [([1 / 3, 1 / 3, 1 / 3], True), ([0.8, 0.1, 0.1], False)])
-def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept):
+def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept, adjacency):
     """The check's draw fixed so that the noisy difference is exactly 0: between −½σ_c and +½σ_c, so the
     decision tells the two margins apart — kept on a near-uniform prior (−½σ_c), the prior released on an
     imbalanced one (+½σ_c), and the certificate's margin is the one the decision used."""
@@ -378,8 +379,10 @@ def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept
     X, y = _three_classes(6, 3000, shares)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+        kw = {"adjacency": "add-remove", "public_n": len(y)} if adjacency == "add-remove" else {}
+        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0, **kw).fit(X, y)
     check = clf.privacy_report_["release_check"]
+    assert check["noise_std"] == pytest.approx(check_sensitivity(adjacency) / check["mu"], rel=1e-12)
     assert check["noisy_difference"] == pytest.approx(0.0, abs=1e-9)
     assert check["kept_model"] is kept and check["margin"] == (-CHECK_MARGIN if kept else CHECK_MARGIN)
     assert check["released"].startswith("the model: it was not behind" if kept else "the class prior")
