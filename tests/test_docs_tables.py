@@ -7,6 +7,9 @@ import json
 import warnings
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -252,18 +255,47 @@ def test_the_raw_tables_readme_shows_t3_as_the_issue_words_it_and_the_rules_left
 
 
 def test_the_raw_tables_readme_shows_the_signed_margin():
-    # README §23: check_variants.py's margins file, rendered; the library's own run (signed) equals the
-    # rule it ships, rebuilt per fit from the recorded answers, on every set
+    # README §23: check_variants.py's margins file, rendered; §23's library run (signed) equals the
+    # rule it shipped, rebuilt per fit from the recorded answers, on every set
     text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
     variants = _raw_tables_module("check_variants")
     summary = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_check_margins.json").read_text())
     assert summary["shipped_rule"] == variants.MARGIN_SHIPPED
     assert set(summary["rules"]) == {"+0.5σ_c everywhere (shipped)"} | {r[0] for r in variants.MARGIN_RULES}
     assert summary["signed"] == summary["rules"][variants.MARGIN_SHIPPED]
-    from noisysgd.prior import CHECK_MARGIN, CHECK_NEAR_UNIFORM
-    assert variants.MARGIN_SHIPPED == f"k ≥ 3, p̂_max ≤ 1/k + {CHECK_NEAR_UNIFORM:g}: {-CHECK_MARGIN:g}σ_c"
+    from noisysgd.prior import CHECK_MARGIN, check_margin
+    # the rule §23 shipped is the one its signed run patched in (withdrawn in §26: the library's margin is
+    # +½σ_c on every prior, the rules' first row)
+    assert variants.MARGIN_SHIPPED == f"k ≥ 3, p̂_max ≤ 1/k + {variants.SECTION23_NEAR_UNIFORM:g}: {-CHECK_MARGIN:g}σ_c"
+    assert variants.section23_margin([0.3, 0.4, 0.3])[0] == -CHECK_MARGIN == -check_margin([0.3, 0.4, 0.3])[0]
+    assert variants.section23_margin([0.8, 0.1, 0.1])[0] == CHECK_MARGIN == variants.section23_margin([0.5, 0.5])[0]
     for table in variants.margins_markdown(summary).split("\n\n"):  # (three tables, text between them)
         assert table in text, table
+
+
+def test_the_raw_tables_readme_shows_the_margin_study():
+    # README §26: margin_study.py's summary, rendered; its real-set rows are those of §23's margins file
+    # (the same recorded runs, rebuilt by another script), and its transcription of §23's rule reads the
+    # library's own prior p̂ (noisysgd.prior.private_class_counts) as check_variants.py's rule does
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    study = _raw_tables_module("margin_study")
+    variants = _raw_tables_module("check_variants")
+    summary = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_margin_study.json").read_text())
+    assert list(summary["rules"]) == list(study.RULES) and summary["fits"] == len(study.jobs())
+    for table in study.markdown(summary).split("\n\n"):
+        assert table in text, table
+    margins = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_check_margins.json").read_text())
+    assert summary["rules"][study.SHIPPED]["real"] == margins["rules"]["+0.5σ_c everywhere (shipped)"]
+    assert summary["rules"][study.SECTION23]["real"] == margins["rules"][margins["shipped_rule"]]
+    from noisysgd.prior import private_class_counts
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        k = int(rng.integers(2, 6))
+        y = rng.choice(k, size=int(rng.integers(30, 400)), p=rng.dirichlet(np.ones(k)))
+        prior, details = private_class_counts(y, k, 0.05, rng=rng)
+        assert study._shrunk(np.asarray(details["noisy_counts"]), details["noise_std"]) == pytest.approx(prior)
+        assert study.margin(study.SECTION23, details["noisy_counts"], details["noise_std"]) == \
+            variants.section23_margin(prior)[0]
 
 
 def test_the_raw_tables_readme_shows_the_eighth_set():

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import noisysgd.pipeline as pipeline
 from noisysgd import NoisySGDClassifier
 from noisysgd.gdp import gdp_mu
-from noisysgd.prior import (CHECK_MARGIN, CHECK_NEAR_UNIFORM, CHECK_SHARE, PRIOR_SHARE, check_margin,
+from noisysgd.prior import (CHECK_MARGIN, CHECK_SHARE, PRIOR_SHARE, check_margin,
                             check_sensitivity, class_counts_sensitivity, class_prior_within, prior_start, private_class_counts, release_check, reserve_check,
                             rows_right)
 
@@ -227,19 +227,23 @@ def test_the_margins_bounds_stated_in_the_docstring(tau, below, lost):
 
 
 @settings(max_examples=60, deadline=None)
-@given(k=st.integers(2, 8), seed=st.integers(0, 10_000))
-def test_the_margin_is_negative_only_for_three_classes_or_more_near_uniform(k, seed):
-    """Binary priors keep +½σ_c; with k ≥ 3 the margin is −½σ_c exactly where the prior's largest share
-    is within CHECK_NEAR_UNIFORM of 1/k (tested away from that edge, where rounding cannot decide)."""
-    p = np.random.default_rng(seed).dirichlet(np.full(k, 0.7))
-    margin, why = check_margin(p)
-    edge = p.max() - (1.0 / k + CHECK_NEAR_UNIFORM)
-    if k == 2:
-        assert margin == CHECK_MARGIN
-    elif abs(edge) > 1e-9:
-        assert margin == (CHECK_MARGIN if edge > 0 else -CHECK_MARGIN)
-        assert (margin < 0) == ("near-uniform" in why)
-    assert check_margin(np.full(k, 1.0 / k))[0] == (CHECK_MARGIN if k == 2 else -CHECK_MARGIN)
+@given(k=st.integers(2, 8), seed=st.integers(0, 10_000), concentration=st.sampled_from([0.3, 1.0, 100.0]))
+def test_the_margin_is_plus_half_a_noise_std_for_every_prior(k, seed, concentration):
+    """Binary or multiclass, balanced or not: the check keeps the model only where its noisy lead is at least
+    +½σ_c (the near-uniform rule of README §23 was withdrawn in §26: module docstring, 3)."""
+    p = np.random.default_rng(seed).dirichlet(np.full(k, concentration))
+    for prior in (p, np.full(k, 1.0 / k)):
+        margin, why = check_margin(prior)
+        assert margin == CHECK_MARGIN == 0.5 and "ahead by at least 0.5 noise std" in why
+
+
+def _near_uniform(prior):
+    """README §23's withdrawn rule, patched in where a test needs a margin that follows the prior:
+    −½σ_c where k ≥ 3 and the prior's largest share is at most 1/k + 0.2."""
+    p = np.asarray(prior, dtype=float)
+    if p.size >= 3 and p.max() <= 1.0 / p.size + 0.2:
+        return -CHECK_MARGIN, "near-uniform (test rule)"
+    return CHECK_MARGIN, "positive"
 
 
 class _Draw:
@@ -274,9 +278,10 @@ def _three_classes(seed: int, n: int, shares, signal: float = 1.0):
     return X, y
 
 
-def test_a_near_uniform_multiclass_fit_uses_the_negative_margin_at_no_privacy_cost(monkeypatch):
-    """Balanced classes: the certificate records the margin −½σ_c and why, the decision follows it, and the
-    run, its noise and the certificate's totals equal those of the same fit at +½σ_c."""
+def test_a_margin_rule_of_the_prior_changes_the_decision_only(monkeypatch):
+    """Balanced classes, a rule of the released prior patched in (README §23's): the certificate records the
+    margin −½σ_c and why, the decision follows it, and the run, its noise and the certificate's totals equal
+    those of the shipped fit at +½σ_c."""
     X, y = _three_classes(0, 1500, [1 / 3, 1 / 3, 1 / 3])
 
     def fit():
@@ -284,9 +289,10 @@ def test_a_near_uniform_multiclass_fit_uses_the_negative_margin_at_no_privacy_co
             warnings.simplefilter("ignore")
             return NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
 
-    signed = fit()
-    monkeypatch.setattr(pipeline, "check_margin", lambda prior: (CHECK_MARGIN, "positive"))
     positive = fit()
+    monkeypatch.setattr(pipeline, "check_margin", _near_uniform)
+    signed = fit()
+    monkeypatch.undo()
     check = signed.privacy_report_["release_check"]
     assert check["margin"] == -CHECK_MARGIN and "near-uniform" in check["margin_rule"]
     assert positive.privacy_report_["release_check"]["margin"] == CHECK_MARGIN
@@ -298,22 +304,27 @@ def test_a_near_uniform_multiclass_fit_uses_the_negative_margin_at_no_privacy_co
     assert signed.privacy_report_["preprocessing"]["mu"] == positive.privacy_report_["preprocessing"]["mu"]
 
 
-def test_an_imbalanced_multiclass_prior_and_binary_ones_keep_the_positive_margin():
+def test_balanced_imbalanced_and_binary_fits_all_decide_at_the_positive_margin():
     X, y = _three_classes(1, 3000, [0.8, 0.1, 0.1])
+    Xb, yb = _three_classes(7, 3000, [1 / 3, 1 / 3, 1 / 3])
     Xh, yh = _three_classes(2, 3000, [0.5, 0.5, 0.0])  # two balanced classes, k = 2 declared
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fits = [NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y),
+                NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(Xb, yb),
                 NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(X[:, :2], (y > 0).astype(int)),
                 NoisySGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0).fit(Xh, yh)]
     for clf in fits:
-        assert clf.privacy_report_["release_check"]["margin"] == CHECK_MARGIN
+        check = clf.privacy_report_["release_check"]
+        assert check["margin"] == CHECK_MARGIN and check["kept_model"] == (
+            check["noisy_difference"] >= CHECK_MARGIN * check["noise_std"])
 
 
-def test_the_margin_reads_the_replayed_prior_not_the_rows():
-    """The margin is post-processing of the class counts' answer: the answers recorded on balanced rows,
-    replayed on imbalanced rows of the same shape, give the negative margin there too — and the answers of
-    the imbalanced rows, replayed on the balanced ones, the positive margin."""
+def test_the_margin_reads_the_replayed_prior_not_the_rows(monkeypatch):
+    """The margin is post-processing of the class counts' answer: with a rule of the prior patched in
+    (README §23's), the answers recorded on balanced rows, replayed on imbalanced rows of the same shape,
+    give the negative margin there too — and the answers of the imbalanced rows, replayed on the balanced
+    ones, the positive margin."""
     import json
 
     from noisysgd.pipeline import Declared, classification_loss, fit_declared
@@ -324,6 +335,7 @@ def test_the_margin_reads_the_replayed_prior_not_the_rows():
     loss = classification_loss(3)
     data = {"balanced": _three_classes(3, 2000, [1 / 3, 1 / 3, 1 / 3]),
             "skewed": _three_classes(4, 2000, [0.8, 0.1, 0.1])}
+    monkeypatch.setattr(pipeline, "check_margin", _near_uniform)
     runs = {name: fit_declared(*rows, loss, decl, Execution(random_state=0)) for name, rows in data.items()}
     assert runs["balanced"].fit.certificate["release_check"]["margin"] == -CHECK_MARGIN
     assert runs["skewed"].fit.certificate["release_check"]["margin"] == CHECK_MARGIN
@@ -337,10 +349,11 @@ def test_the_margin_reads_the_replayed_prior_not_the_rows():
                                                                     else CHECK_MARGIN)
 
 
-def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at():
-    """A checkpoint's recorded check is replayed with its decision and its margin — also one recorded before
-    the margin was (every check was then decided at +CHECK_MARGIN), whatever this version's rule reads off
-    the prior."""
+def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at(monkeypatch):
+    """A checkpoint's recorded check is replayed with its decision and its margin — one decided at −½σ_c by
+    README §23's rule (patched in for the first fit only, as a version that shipped it), and one recorded
+    before the margin was (every check was then decided at +CHECK_MARGIN) — whatever this version's rule
+    reads off the prior."""
     import json
 
     from noisysgd.pipeline import Declared, classification_loss, fit_declared
@@ -350,7 +363,9 @@ def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at():
                     center="private", clip_norm="auto")
     loss = classification_loss(3)
     X, y = _three_classes(5, 2000, [1 / 3, 1 / 3, 1 / 3])
+    monkeypatch.setattr(pipeline, "check_margin", _near_uniform)
     first = fit_declared(X, y, loss, decl, Execution(random_state=0))
+    monkeypatch.undo()
     assert first.fit.certificate["release_check"]["margin"] == -CHECK_MARGIN
     for recorded_margin in (True, False):
         answers = json.loads(json.dumps(first.fit.certificate["preprocessing"]))
@@ -367,8 +382,9 @@ def test_a_resumed_fit_keeps_the_margin_its_check_was_decided_at():
 @pytest.mark.parametrize("shares, kept", [([1 / 3, 1 / 3, 1 / 3], True), ([0.8, 0.1, 0.1], False)])
 def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept, adjacency):
     """The check's draw fixed so that the noisy difference is exactly 0: between −½σ_c and +½σ_c, so the
-    decision tells the two margins apart — kept on a near-uniform prior (−½σ_c), the prior released on an
-    imbalanced one (+½σ_c), and the certificate's margin is the one the decision used."""
+    decision tells the two margins apart — with README §23's rule patched in, kept on a near-uniform prior
+    (−½σ_c), the prior released on an imbalanced one (+½σ_c), and the certificate's margin is the one the
+    decision used; the shipped margin releases the prior on both."""
     real = pipeline.release_check
 
     def at_zero(model_right, prior_right, details, **kw):
@@ -377,13 +393,21 @@ def test_the_pipeline_decides_at_the_margin_it_records(monkeypatch, shares, kept
 
     monkeypatch.setattr(pipeline, "release_check", at_zero)
     X, y = _three_classes(6, 3000, shares)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        kw = {"adjacency": "add-remove", "public_n": len(y)} if adjacency == "add-remove" else {}
-        clf = NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0, **kw).fit(X, y)
+    kw = {"adjacency": "add-remove", "public_n": len(y)} if adjacency == "add-remove" else {}
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return NoisySGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0, **kw).fit(X, y)
+
+    shipped = fit()
+    monkeypatch.setattr(pipeline, "check_margin", _near_uniform)
+    clf = fit()
     check = clf.privacy_report_["release_check"]
     assert check["noise_std"] == pytest.approx(check_sensitivity(adjacency) / check["mu"], rel=1e-12)
     assert check["noisy_difference"] == pytest.approx(0.0, abs=1e-9)
     assert check["kept_model"] is kept and check["margin"] == (-CHECK_MARGIN if kept else CHECK_MARGIN)
     assert check["released"].startswith("the model: it was not behind" if kept else "the class prior")
     assert np.any(clf.coef_ != 0) == kept
+    assert shipped.privacy_report_["release_check"]["margin"] == CHECK_MARGIN
+    assert not shipped.privacy_report_["release_check"]["kept_model"] and not np.any(shipped.coef_ != 0)

@@ -278,7 +278,8 @@ def test_a_fit_that_releases_the_prior_says_so_in_one_line(tmp_path, capsys):
 
 def test_the_cli_takes_the_release_checks_margin_from_the_pipeline(tmp_path, capsys):
     """Three balanced classes: `noisysgd train` runs the estimator's pipeline, so its certificate records the
-    margin −½σ_c of a near-uniform prior (noisysgd.prior.check_margin) and the summary says what was released."""
+    margin noisysgd.prior.check_margin gives (+½σ_c, also on a near-uniform prior since README §26) and the
+    summary says what was released."""
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, size=900)
     X = rng.normal(size=(900, 3))
@@ -288,5 +289,6 @@ def test_the_cli_takes_the_release_checks_margin_from_the_pipeline(tmp_path, cap
                  "--out", str(tmp_path / "m")]) == 0
     text = " ".join(capsys.readouterr().out.split())
     check = json.loads((tmp_path / "m" / "certificate.json").read_text())["release_check"]
-    assert check["margin"] == -0.5 and "near-uniform" in check["margin_rule"]
+    assert check["margin"] == 0.5 and "ahead by at least 0.5 noise std" in check["margin_rule"]
+    assert check["kept_model"] and check["released"] == "the model: it beat the class prior on the check"
     assert f"release check: {check['released']}" in text

@@ -11,10 +11,11 @@ the variant ``shipped`` reproduces exactly (same ``random_state``, same draws)::
         --json benchmarks/results/raw_tables_check_variants.json
     .venv/bin/python benchmarks/raw_tables/check_variants.py markdown benchmarks/results/raw_tables_check_variants.json
 
-§23 (:data:`SIGNED`): ``signed`` is the library as it is since §23, whose check keeps the model
-unless it is behind by half a noise std where the private prior of three classes or more is
-near-uniform (``noisysgd.prior.check_margin``); every variant of §21, ``shipped`` included, runs
-the library as §21 measured it, the margin +½σ_c on every fit (:func:`_patch`), so they still
+§23 (:data:`SIGNED`): ``signed`` is the library as §23 shipped it, whose check kept the model
+unless it was behind by half a noise std where the private prior of three classes or more is
+near-uniform (:func:`section23_margin`, patched in as ``noisysgd.prior.check_margin`` was then;
+§26 withdrew it); every variant of §21, ``shipped`` included, runs the library as §21 measured it
+and as it is again since §26, the margin +½σ_c on every fit (:func:`_patch`), so they still
 reproduce §21.  The margins tried are rebuilt from ``shipped``, ``model`` and ``prior`` runs of the
 seven sets (``run.py`` records each check's noisy answer, so a margin is post-processing), and
 ``signed`` is run and compared with ``shipped``::
@@ -67,10 +68,23 @@ VARIANTS = {
                     "trusted columns share their units, every column scaled by one common range ±S (S the largest "
                     "trusted scale) instead (README §22)",
 }
-#: README §23: the library since the signed margin (not one of §21's variants, which measured the library
-#: before it, the margin +½σ_c on every fit: :func:`_patch` restores that for them)
-SIGNED = {"signed": "the library as it is: the check's margin −½σ_c where the private prior of three classes "
-                    "or more is near-uniform (noisysgd.prior.check_margin; README §23)"}
+#: README §23: the library with the signed margin it shipped then (:func:`section23_margin`; withdrawn in
+#: §26, the library's margin is +½σ_c on every fit again, as §21's variants measured it)
+SIGNED = {"signed": "the library of §23: the check's margin −½σ_c where the private prior of three classes "
+                    "or more is near-uniform (noisysgd.prior.check_margin then; README §23, withdrawn in §26)"}
+#: §23's near-uniform threshold: p̂_max ≤ 1/k + this
+SECTION23_NEAR_UNIFORM = 0.2
+
+
+def section23_margin(prior) -> tuple[float, str]:
+    """The margin rule §23 shipped in ``noisysgd.prior.check_margin`` (withdrawn in §26): −½σ_c where
+    k ≥ 3 and the released prior's largest share is at most 1/k + 0.2, +½σ_c elsewhere."""
+    from noisysgd.prior import CHECK_MARGIN
+
+    p = np.asarray(prior, dtype=np.float64)
+    if p.size >= 3 and float(np.max(p)) <= 1.0 / p.size + SECTION23_NEAR_UNIFORM:
+        return -CHECK_MARGIN, "the private class prior is near-uniform (README §23's rule)"
+    return CHECK_MARGIN, f"the model is kept if it is ahead by at least {CHECK_MARGIN:g} noise std"
 DERIVED = {"oracle": "per fit, the better on the test rows of model and prior (no private check can do this)"}
 #: the six seen sets: (file stem, halves it holds)
 SETS = {"all": ("design", "heldout"), "fresh": ("fresh",), "fourth": ("fourth",), "fifth": ("fifth",),
@@ -90,8 +104,9 @@ def _patch(variant: str) -> None:
     import noisysgd.prior as prior_mod
 
     if variant in SIGNED:
-        return  # the library as it is
-    # §21's variants measured the library before §23: the margin +CHECK_MARGIN on every fit, as then
+        pipeline.check_margin = section23_margin  # the library as §23 shipped it
+        return
+    # §21's variants measured the library before §23, the margin +CHECK_MARGIN on every fit, as now (§26)
     pipeline.check_margin = lambda prior: (prior_mod.CHECK_MARGIN, "")
     if variant == "common_range":
         _patch_common_range(pipeline)
@@ -254,8 +269,8 @@ MARGIN_RULES = ([(f"k ≥ 3, p̂_max ≤ 1/k + {t:g}: {tau:g}σ_c", "3+", t, tau
                 + [(f"every k, p̂_max ≤ 1/k + {t:g}: {tau:g}σ_c", "all", t, tau)
                    for t in (0.1, 0.2) for tau in (0.0, -0.5, -math.inf)]
                 + [("every fit: 0σ_c", "all", 1.0, 0.0)])
-#: the rule the library ships (noisysgd.prior.check_margin)
-MARGIN_SHIPPED = "k ≥ 3, p̂_max ≤ 1/k + 0.2: -0.5σ_c"
+#: the rule §23 shipped (:func:`section23_margin`; withdrawn in §26)
+MARGIN_SHIPPED = f"k ≥ 3, p̂_max ≤ 1/k + {SECTION23_NEAR_UNIFORM:g}: -0.5σ_c"
 
 
 def _margin(cell: dict, classes: str, t: float, tau: float) -> float:

@@ -96,7 +96,8 @@ def run(path: Path, sets, independent: bool = False) -> None:
     from sklearn.model_selection import train_test_split
     from tqdm import tqdm
 
-    if independent:  # the margin of the committed files (README §23 patched out): the first fits reproduce them
+    if independent:  # the margin of the committed files, +½σ_c (§25 ran with §23's rule patched out; the library's
+        #             margin since §26): the first fits reproduce them
         import noisysgd.pipeline as pipeline
         from noisysgd.prior import CHECK_MARGIN
 

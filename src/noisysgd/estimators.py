@@ -550,11 +550,7 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         and where that noisy count is under half its noise std the prior is released instead
         of the model (``coef_`` 0, ``intercept_`` its log-odds) with a
         warning: on a table without signal the model falls back to the prior
-        rather than below it.  With three classes or more whose private prior
-        is near-uniform (largest share at most 1/k + 0.2) the margin is minus
-        half a noise std: there a model without signal ties the prior in
-        expectation, and the model is kept unless it is behind by more than
-        half a noise std.  Both are charged to the certificate
+        rather than below it.  Both are charged to the certificate
         (``privacy_report_["release_check"]``; :mod:`noisysgd.prior`).
         None: neither (zeros as the start, the model always released).
 

@@ -444,7 +444,7 @@ def _checked_release(fit: PrivateFit, X, y, loss, prior, events, p: dict, execut
         "released": (("the model: it beat the class prior on the check"
                       if check["noisy_difference"] >= CHECK_MARGIN * check["noise_std"] else
                       "the model: it was not behind the class prior on the check by more than "
-                      f"{-margin:g} noise std (the prior is near-uniform)") if kept else
+                      f"{-margin:g} noise std (the margin its recorded check was decided at)") if kept else
                      "the class prior (coefficients 0, the intercept at its log-odds): the model did not beat "
                      "it on the check"),
         "kept_model": kept}
