@@ -129,7 +129,7 @@ def _noisysgd(X_tr, y_tr, X_te, labels, eps, seed, **kw) -> tuple[np.ndarray, di
             msgs.append(m)
     extra = {"fit_s": fit_s, "regime": chosen.get("regime"),
              "config": {k: chosen.get(k) for k in ("batching", "batch_size", "epochs", "learning_rate",
-                                                    "noise_multiplier", "analysis", "steps", "bound")},
+                                                    "noise_multiplier", "analysis", "steps", "bound", "proxy")},
              "run": {k: run.get(k) for k in ("batch_size", "batching", "steps", "epochs", "learning_rate",
                                              "noise_multiplier")},
              "epsilon_total": rep.get("epsilon_total"), "delta_total": rep.get("delta_total"),
