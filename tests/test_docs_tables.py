@@ -321,6 +321,35 @@ def test_the_raw_tables_readme_shows_the_eighth_set():
     assert f"{-100 * sum((r[2] - r[3]) * weights[r[0]] for r in loso) / sum(weights.values()):.2f}" in line
 
 
+def test_the_raw_tables_readme_shows_the_ninth_set():
+    # README §27: the ninth set's file (run once, noise of its own per table), its rows of targets, the
+    # scaling rules on it and the nine sets' leave-one-set-out table with its weighted gain
+    section, _, results, data = _set_rows_match("## 27. A ninth set", "ninth", "ninth",
+                                                {"| **defaults, ninth set** |": "defaults",
+                                                 '| `feature_range="private"` |': 'feature_range="private"'})
+    section = section[:next((i for i, line in enumerate(section[1:], 1) if line.startswith("## ")), len(section))]
+    assert sorted(data["tables"]) == _raw_tables_module("ninth").names()
+    rule = _raw_tables_module("scaling_rule")
+    rules = rule._rules()
+    line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
+    ninth = rule.load([results / "raw_tables_ninth.json"])
+    shipped, twin, more = (rule.evaluate(ninth, "ninth", {name: rules[name]})[0][0] for name in
+                           (rule.LIBRARY, rule.TWIN, "scale unless the query saw no column (3σ floor)"))
+    assert (f"the shipped rule T1 {shipped[1][0]}/{shipped[1][1]}, T3 {shipped[3][0]}/{shipped[3][1]}, mean "
+            f"accuracy {shipped[4]:.3f}") in line
+    assert f"T1 {twin[1][0]}/{twin[1][1]}, T3 {twin[3][0]}/{twin[3][1]} and {twin[4]:.3f}" in line
+    assert f'"scale unless the query saw no column" {more[1][0]}/{more[1][1]}, {more[3][0]}/{more[3][1]} and ' \
+           f"{more[4]:.3f}" in line
+    nine = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
+                     + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth")])
+    loso = rule.leave_one_set_out(nine, rules)
+    assert rule.loso_markdown(loso) in "\n".join(section)
+    assert {r[1] for r in loso} == {rule.TWIN}
+    weights = {r[0]: r[4][1] for r in loso}
+    assert f"{100 * sum((r[2] - r[3]) * weights[r[0]] for r in loso) / sum(weights.values()):+.2f} points" in line
+    assert f"over their {sum(weights.values())} cells" in line
+
+
 def test_the_raw_tables_readme_shows_the_reseeded_copies_with_independent_noise():
     # README §25: reseeded.py --independent-noise's summary, rendered; every first fit reproduced its cell
     text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()

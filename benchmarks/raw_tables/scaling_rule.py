@@ -44,6 +44,8 @@ from run import DEFAULTS, FORCED_RAW, PRIVATE_RANGE  # noqa: E402
 
 #: the name of the library's own rule among :func:`_rules`
 LIBRARY = "the library's rule (noisysgd.preprocessing.scaling_decision)"
+#: the shipped rule's near twin (README §22, §24, §27)
+TWIN = "≥ 1 trusted, and not (≥ 3 trusted within a factor 2)"
 
 
 def _trusted(a, strict: bool, drop_lowest: bool):
@@ -93,8 +95,7 @@ def _rules() -> dict:
             "§8's rule (strict, drop lowest, lower median > 16, unseen ≤ 0.25)":
                 RULES["strict, drop lowest, lower median (library) > 16"],
             "scale unless the query saw no column (3σ floor)": lambda a: a["uninformative_features"] < len(a["scales"]),
-            "≥ 1 trusted, and not (≥ 3 trusted within a factor 2)":
-                lambda a: _trusted_count(a) >= 1 and not (_trusted_count(a) >= 3 and ratio(a) <= 2),
+            TWIN: lambda a: _trusted_count(a) >= 1 and not (_trusted_count(a) >= 3 and ratio(a) <= 2),
             **RULES}
 
 
