@@ -77,8 +77,9 @@ def test_the_first_row_is_the_defaults_model_with_its_certificate(demo):
     assert clf.epsilon_ == first["epsilon"] and clf.noise_multiplier_ == first["noise_multiplier"]
     assert clf.score(Xte, yte) == first["test_accuracy"]
     assert first["run"]["steps"] == clf.run_.steps and first["run"]["batch_size"] == clf.run_.batch_size
-    # and what it gets: 0.906 on this split (docs/accuracy.md: 0.889 ± 0.031 over 3 splits), above the
-    # fixed cyclic run's best certification
+    # and what it gets: 0.879 on this split (0.902 before the scaling rule of benchmarks/raw_tables/README.md
+    # §28 scaled it: two pixel columns stand out of the range query's noise, at one scale), above the fixed
+    # cyclic run's best certification
     assert first["test_accuracy"] > 0.85
     assert first["test_accuracy"] > _by_key(data)["hidden_state"]["test_accuracy"] + 0.05
 
@@ -139,8 +140,9 @@ def test_the_printed_demo_shows_the_defaults_first_and_replaces_its_report(demo,
     assert lines[2].startswith("What you get: NoisySGDClassifier(epsilon=1, delta=1e-05)")
     assert lines[3] == "  regime chosen  amplified composition (DP-SGD's):"
     assert lines[5].startswith("  certificate    epsilon = 0.99995 (target 1), delta = 1e-05, by composition-pld")
-    assert lines[7].startswith("  test accuracy  0.9")
-    assert text.index("test accuracy  0.9") < text.index("The same cyclic run certified two ways: hidden state vs "
+    shown = f"  test accuracy  {_by_key(data)['defaults']['test_accuracy']:.3f}"
+    assert lines[7] == shown
+    assert text.index(shown) < text.index("The same cyclic run certified two ways: hidden state vs "
                                                           "composition (noise needed for the same")
     assert table(data) in text
     assert text.index("cyclic, final model only (hidden state)") < text.index("Poisson, every iterate (DP-SGD's")

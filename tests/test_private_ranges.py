@@ -206,10 +206,12 @@ class _ChosenNoise:
 
 
 def test_the_strict_read_the_decision_and_the_fallback_move_with_the_noise_alone():
-    """The same rows under two chosen noises: with none, three columns stand out (one bucket each,
-    scales 2, 16 and 1024) and the rows are scaled; with noise that sinks the counts of two of them
-    below the strict floor (not below 3σ), they no longer count as trusted, the decision keeps the rows,
-    and the unseen column's range follows the one left.  A read of the noiseless counts would not move."""
+    """The same rows under three chosen noises: with none, three columns stand out (one bucket each,
+    scales 2, 16 and 1024) and the rows are scaled for their units; with noise that sinks the counts of
+    two of them below the strict floor (not below 3σ), they no longer count as trusted — the one left
+    is too few to show shared units, so the rows are scaled for that reason, and the unseen column's
+    range follows it; with the third sunk too, no column is trusted and the rows are kept.  A read of
+    the noiseless counts would not move."""
     from noisysgd.preprocessing import _bonferroni_floor, scaling_decision
 
     n = 4000
@@ -225,11 +227,17 @@ def test_the_strict_read_the_decision_and_the_fallback_move_with_the_noise_alone
         for j, k in ((1, 3 - lo), (2, 9 - lo)):             # the buckets of 8 and 512
             noise[j, k] = (floor * sigma - n) / sigma      # the count lands between the floors
         _, sunk = private_feature_ranges(X, 0.1, 1e-6, rng=_ChosenNoise(noise))
+        noise[0, 0 - lo] = (floor * sigma - n) / sigma     # and the bucket of 1
+        _, none = private_feature_ranges(X, 0.1, 1e-6, rng=_ChosenNoise(noise))
     assert quiet["strict_scales"][:3] == [2.0, 16.0, 1024.0] and scaling_decision(quiet)[0]
+    assert "differ by a factor 64" in scaling_decision(quiet)[1]          # 1024 over the lower median, 16
     assert quiet["unseen_scale"] == 16.0                  # lower median of 2, 16, 1024
     assert sunk["scales"][:3] == [2.0, 16.0, 1024.0]        # still seen at 3σ
-    assert sunk["strict_scales"][:3] == [2.0, 0.0, 0.0] and not scaling_decision(sunk)[0]
+    assert sunk["strict_scales"][:3] == [2.0, 0.0, 0.0] and scaling_decision(sunk)[0]
+    assert scaling_decision(sunk)[1].startswith("1 of 4 columns stand out of the query's noise, too few")
     assert sunk["unseen_scale"] == 2.0
+    assert none["scales"][:3] == [2.0, 16.0, 1024.0] and none["strict_scales"][:3] == [0.0, 0.0, 0.0]
+    assert not scaling_decision(none)[0] and scaling_decision(none)[1].startswith("none of the 4 columns")
 
 
 def test_an_unseen_column_takes_the_lower_median_of_the_seen_ones():
@@ -273,12 +281,12 @@ def test_the_issue_27_table_is_never_a_silent_majority_model():
 
 
 def test_the_scaling_decision_reads_the_answer_alone():
-    """feature_range="auto": scale when at least SCALING_TRUSTED columns stand out (strict floor,
-    above the lowest bucket) and their scales differ by more than SCALING_RATIO; keep the rows
-    otherwise (one units, or too few columns seen to tell)."""
+    """feature_range="auto": of the columns that stand out (strict floor, above the lowest bucket), keep
+    the rows where there are none, or at least SCALING_TRUSTED whose scales are within SCALING_RATIO
+    (one units); scale them otherwise (scales apart, or one or two columns: too few to show one units)."""
     from noisysgd.preprocessing import SCALING_RATIO, SCALING_TRUSTED, scaling_decision
 
-    assert (SCALING_RATIO, SCALING_TRUSTED) == (2.0, 2)
+    assert (SCALING_RATIO, SCALING_TRUSTED) == (2.0, 3)
     low = 2.0 ** -15
     base = {"lowest_scale": low, "uninformative_features": 0}
     mixed = {**base, "scales": [2.0, 4.0, 4096.0], "strict_scales": [2.0, 4.0, 4096.0]}
@@ -292,16 +300,23 @@ def test_the_scaling_decision_reads_the_answer_alone():
     spiked = {**base, "scales": [4.0] * 19 + [256.0], "strict_scales": [4.0] * 19 + [4.0]}
     assert not scaling_decision(spiked)[0]
     # the threshold is strict: a ratio of exactly SCALING_RATIO keeps the rows, one bucket more scales
-    assert not scaling_decision({**base, "scales": [1.0, SCALING_RATIO], "strict_scales": [1.0, SCALING_RATIO]})[0]
-    assert scaling_decision({**base, "scales": [1.0, 2 * SCALING_RATIO], "strict_scales": [1.0, 2 * SCALING_RATIO]})[0]
+    same, apart = [1.0, 1.0, SCALING_RATIO], [1.0, 1.0, 2 * SCALING_RATIO]
+    assert not scaling_decision({**base, "scales": same, "strict_scales": same})[0]
+    assert scaling_decision({**base, "scales": apart, "strict_scales": apart})[0]
+    # one or two trusted columns cannot show that the table shares its units: scaled, whatever their scales;
+    # none: nothing to read the units from, kept
+    for few in ([16.0, 16.0] + [low] * 62, [16.0] + [0.0] * 3):
+        assert scaling_decision({**base, "scales": few, "strict_scales": few})[0]
+    assert not scaling_decision({**base, "scales": [4.0, 8.0], "strict_scales": [0.0, low]})[0]
     # the ratio is read over the trusted columns alone, whatever went unseen
     unseen = {**base, "uninformative_features": 5, "scales": [2.0, 4096.0] + [2.0] * 5,
               "strict_scales": [2.0, 4096.0] + [0.0] * 5}
     assert scaling_decision(unseen)[0]
-    # one trusted column cannot show two units: kept
+    # one trusted column cannot show one units: scaled, and the certificate says why
     few = {**base, "uninformative_features": 3, "scales": [4.0] * 4, "strict_scales": [4096.0, 0.0, 0.0, 0.0]}
-    assert scaling_decision(few) == (False, "1 of 4 columns stand out of the query's noise, too few to compare "
-                                            "their units: the rows were kept as given")
+    assert scaling_decision(few) == (True, "1 of 4 columns stand out of the query's noise, too few to show that "
+                                           "the columns share their units: the rows were scaled by the private "
+                                           "ranges")
 
 
 @pytest.mark.parametrize("scale, expect", [(np.array([1.0, 1.0, 1.0, 1.0, 1.0]), False),

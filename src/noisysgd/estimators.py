@@ -485,8 +485,9 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         default; None when ``noise_multiplier`` is given): ask the same query,
         then decide from its answer alone whether to scale the rows by it or
         keep them as given (:func:`noisysgd.preprocessing.scaling_decision`:
-        scale when the scales of the columns that stand out of its noise
-        differ by more than a factor 2) — raw tables in mixed
+        keep them where no column stands out of its noise, or where three or
+        more do and their scales are within a factor 2; scale them
+        otherwise) — raw tables in mixed
         units get scaled, rows already on one scale are left alone, and the
         query is charged either way (about 0.5 % more noise when unused);
         ``privacy_report_["preprocessing"]`` says what was decided and why.

@@ -121,8 +121,9 @@ def add_arguments(p) -> None:
                         "header (all of them: a column left out is refused; a --categorical column's 0/1 columns "
                         "get [0, 1]); or 'private': ranges from a differentially private query spending 10%% of "
                         "epsilon and delta (the certificate covers model and ranges); 'auto' (the default for "
-                        "classification with --epsilon): the same query, the rows scaled by it only where the "
-                        "columns' scales differ by more than a factor 2 (noisysgd.preprocessing.scaling_decision); 'none': "
+                        "classification with --epsilon): the same query, the rows kept as given only where no column "
+                        "stands out of its noise or three or more do within a factor 2 of each other, scaled by it "
+                        "otherwise (noisysgd.preprocessing.scaling_decision); 'none': "
                         "the rows as given")
     p.add_argument("--feature-range-file", metavar="CSV",
                    help="the bounds of each column from a CSV file with the header name,low,high (a row per numeric "
