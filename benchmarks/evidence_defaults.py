@@ -6,7 +6,8 @@
 Committed: ``benchmarks/results/evidence_defaults_before.json`` (the library of commit be99bed, before
 issue 43's defaults) and ``evidence_defaults_after.json`` (after them);
 ``evidence_defaults_unseen_median.json`` (the unseen columns' range and the scaling rule of
-benchmarks/raw_tables/README.md §16, commit b807976); ``evidence_adaptive_clip.json``
+benchmarks/raw_tables/README.md §16, commit b807976); ``evidence_defaults_scaling_twin.json`` (the
+scaling rule of its §28); ``evidence_adaptive_clip.json``
 (``--params '{"clip_norm": "adaptive-unscaled"}'``) and ``evidence_adaptive_clip_scaled.json``
 (``'{"clip_norm": "adaptive"}'``, docs/accuracy.md §1b); one thread, ~4 min each.
 

@@ -350,6 +350,38 @@ def test_the_raw_tables_readme_shows_the_ninth_set():
     assert f"over their {sum(weights.values())} cells" in line
 
 
+def test_the_raw_tables_readme_shows_the_nine_sets_rerun_with_the_twin():
+    # README §28: the library's scaling rule is the near twin (its decision equals scaling_rule.py's on every
+    # recorded answer), and the re-run's summary, whose "before" rows are the committed files'
+    from noisysgd.preprocessing import scaling_decision
+
+    rule = _raw_tables_module("scaling_rule")
+    results = ROOT / "benchmarks" / "results"
+    summary = json.loads((results / "raw_tables_scaling_twin.json").read_text())
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    assert rule.rerun_markdown(summary) in text
+    answers = 0
+    for stem, halves in rule.COMMITTED.items():
+        data = rule.load([results / f"raw_tables_{stem}.json"])
+        for half in halves:
+            assert summary[half]["before"] == json.loads(json.dumps(rule._row(data, half)))
+        for c in data["cells"]:
+            a = c.get("range_query")
+            if a and a.get("strict_scales") is not None:
+                answers += 1
+                assert scaling_decision(a)[0] == rule._twin(a), a
+                if c["method"] == "defaults":  # (what the committed fits decided: §16's rule)
+                    assert ("scaled by the private ranges" in a["decision"]) == rule._section16(a)
+    assert answers > 2800
+
+
+def test_the_readme_quotes_digits_from_the_evidence_file():
+    cells = json.loads((ROOT / "benchmarks" / "results" / "evidence_defaults_scaling_twin.json").read_text())["cells"]
+    acc = np.array([cells[f"digits|replace|1|{s}"]["accuracy"] for s in range(3)])
+    line = " ".join((ROOT / "README.md").read_text().split())
+    assert f"digits at ε = 1 reaches {acc.mean():.3f} ± {acc.std(ddof=1):.3f} (3 seeds" in line
+
+
 def test_the_raw_tables_readme_shows_the_reseeded_copies_with_independent_noise():
     # README §25: reseeded.py --independent-noise's summary, rendered; every first fit reproduced its cell
     text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()

@@ -12,7 +12,8 @@ picks, per fit, the outcome each rule would have chosen and computes the targets
 that row as "defaults" (T3's reference: the better of the rule's row and the always-scaled row, as
 report.py does).  The files are read as one (``report.load``: a later file's cells replace an earlier
 one's), and each half their cells name (design, heldout, fresh, fourth, fifth) is evaluated;
-``the library's rule`` is :func:`noisysgd.preprocessing.scaling_decision` as installed, and the
+``the library's rule`` is :func:`noisysgd.preprocessing.scaling_decision` as it was from §16 to §27
+(:func:`_section16`; since §28 the library ships :data:`TWIN`, :func:`_twin`), and the
 always-scaled outcome is the library's ``feature_range="private"`` of the run that wrote the file
 (README §16: the four sets' rows re-run for the unseen columns' range, read over their files)::
 
@@ -42,7 +43,9 @@ from report import load, targets  # noqa: E402
 from run import DEFAULTS, FORCED_RAW, PRIVATE_RANGE  # noqa: E402
 
 
-#: the name of the library's own rule among :func:`_rules`
+#: the name, among :func:`_rules`, of the rule the library shipped from §16 to §27 (``scaling_decision`` then:
+#: scale where at least two trusted columns' scales differ by more than a factor 2; :func:`_section16`); the
+#: tables of §16-§27 show it as "shipped".  Since §28 the library's rule is :data:`TWIN`.
 LIBRARY = "the library's rule (noisysgd.preprocessing.scaling_decision)"
 #: the shipped rule's near twin (README §22, §24, §27)
 TWIN = "≥ 1 trusted, and not (≥ 3 trusted within a factor 2)"
@@ -87,15 +90,25 @@ def _trusted_count(a) -> int:
     return int(_trusted(a, strict=True, drop_lowest=True).size)
 
 
-def _rules() -> dict:
-    from noisysgd.preprocessing import scaling_decision
+def _section16(a) -> bool:
+    """The rule of :data:`LIBRARY` (README §16-§27): at least two trusted columns, scales apart by more
+    than a factor 2."""
+    return _trusted_count(a) >= 2 and ratio(a) > 2
 
+
+def _twin(a) -> bool:
+    """:data:`TWIN`, the library's rule since §28: scale unless no column is trusted, or three or more
+    are within a factor 2 of each other."""
+    return _trusted_count(a) >= 1 and not (_trusted_count(a) >= 3 and ratio(a) <= 2)
+
+
+def _rules() -> dict:
     return {"always raw (query charged)": lambda a: False, "always scaled": lambda a: True,
-            LIBRARY: lambda a: scaling_decision(a)[0],
+            LIBRARY: _section16,
             "§8's rule (strict, drop lowest, lower median > 16, unseen ≤ 0.25)":
                 RULES["strict, drop lowest, lower median (library) > 16"],
             "scale unless the query saw no column (3σ floor)": lambda a: a["uninformative_features"] < len(a["scales"]),
-            TWIN: lambda a: _trusted_count(a) >= 1 and not (_trusted_count(a) >= 3 and ratio(a) <= 2),
+            TWIN: _twin,
             **RULES}
 
 
@@ -192,7 +205,70 @@ def by_unseen(data: dict) -> list:
     return out
 
 
+#: README §28: each set's committed file(s) (the rule of §16-§27) -> its halves
+COMMITTED = {"all_independent": ("design", "heldout"), "fresh_independent": ("fresh",),
+             "fourth_independent": ("fourth",), "fifth_independent": ("fifth",), "sixth_independent": ("sixth",),
+             "seventh": ("seventh",), "eighth": ("eighth",), "ninth": ("ninth",)}
+
+
+def _row(data: dict, half: str) -> dict:
+    """T1-T3 of the defaults row (report.py's), its mean (balanced) accuracy, and the defaults fits the
+    range query's answer scaled."""
+    import report
+
+    res = report.targets(data, half)
+    cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
+    fits = [c for c in data["cells"] if c.get("half") == half and c["method"] == DEFAULTS]
+    scaled = sum("scaled by the private ranges" in ((c.get("range_query") or {}).get("decision") or "") for c in fits)
+    return {**{t: list(res[t]["defaults"]) for t in ("T1", "T2", "T3")},
+            "acc": sum(v["defaults"]["acc"] for v in cs) / len(cs), "bal": sum(v["defaults"]["bal"] for v in cs) / len(cs),
+            "scaled": [scaled, len(fits)]}
+
+
+def rerun_summary(results: Path, rerun: Path) -> dict:
+    """README §28: per half, the defaults row of the committed files (the rule of §16-§27) against the same
+    fits re-run with the library's rule since §28 (``rerun``: ``check_variants.py run shipped`` for the
+    seven sets, ``run.py --no-diffprivlib`` for the eighth and ninth; their other rows are the committed
+    files')."""
+    out = {}
+    for stem, halves in COMMITTED.items():
+        before = load([results / f"raw_tables_{stem}.json"])
+        name = {"all_independent": "all"}.get(stem, stem.replace("_independent", ""))
+        redone = rerun / "cv" / f"{name}.json"
+        after = load([redone] if redone.exists() else [results / f"raw_tables_{stem}.json", rerun / f"{name}.json"])
+        for half in halves:
+            out[half] = {"before": _row(before, half), "after": _row(after, half)}
+    return out
+
+
+def rerun_markdown(summ: dict) -> str:
+    lines = ["| set (defaults row) | T1 | T2 (≥ 85 %) | T3 (≥ 90 %) | mean acc. | mean bal. acc. | fits scaled |",
+             "|---|---|---|---|---|---|---|"]
+    for half, r in summ.items():
+        b, a = r["before"], r["after"]
+        cells = [f"{b[t][0]} → {a[t][0]} /{a[t][1]}" for t in ("T1", "T2", "T3")]
+        cells += [f"{b[k]:.3f} → {a[k]:.3f}" for k in ("acc", "bal")]
+        cells.append(f"{b['scaled'][0]} → {a['scaled'][0]} /{a['scaled'][1]}")
+        lines.append(f"| {half} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
+    if argv is None and sys.argv[1:2] == ["rerun"] or argv and argv[:1] == ["rerun"]:
+        import json
+
+        args = (sys.argv[2:] if argv is None else argv[1:])
+        rp = argparse.ArgumentParser(description="README §28: the nine sets re-run with the library's rule")
+        rp.add_argument("rerun", type=Path)
+        rp.add_argument("--json", type=Path)
+        rp.add_argument("--markdown", type=Path, help="a summary --json wrote: print its table")
+        a = rp.parse_args(args)
+        summ = (json.loads(a.markdown.read_text()) if a.markdown else
+                rerun_summary(HERE.parents[1] / "benchmarks" / "results", a.rerun))
+        if a.json:
+            a.json.write_text(json.dumps(summ, indent=1) + "\n")
+        print(rerun_markdown(summ))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path, nargs="+", help="run.py's files, read as one (report.load)")
     ap.add_argument("--all-variants", action="store_true", help="also the ratio rules of README §7-8")
