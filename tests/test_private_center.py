@@ -157,7 +157,8 @@ def test_the_classifier_centers_by_default_and_certifies_the_mean_with_the_model
     # scaled into the ball by the private ranges where feature_range="auto" decided to (here: two pixel
     # columns stand out of the range query's noise, too few to keep the rows as given)
     fmap = clf.feature_map_
-    rows = clip_rows(X[:50] if fmap.ranges is None else scale_to_ball(X[:50], fmap.ranges, fmap.clip), 1.0)
+    assert fmap.ranges is not None and "too few to show" in pre["parts"][0]["decision"]
+    rows = clip_rows(scale_to_ball(X[:50], fmap.ranges, fmap.clip), 1.0)
     Z = clip_rows(rows - clf.center_, clf.feature_clip_)
     np.testing.assert_allclose(clf.decision_function(X[:50]), Z @ clf.coef_.T + clf.intercept_, rtol=1e-10,
                                atol=1e-12)

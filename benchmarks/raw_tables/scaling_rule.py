@@ -46,7 +46,7 @@ from run import DEFAULTS, FORCED_RAW, PRIVATE_RANGE  # noqa: E402
 #: the name, among :func:`_rules`, of the rule the library shipped from §16 to §27 (``scaling_decision`` then:
 #: scale where at least two trusted columns' scales differ by more than a factor 2; :func:`_section16`); the
 #: tables of §16-§27 show it as "shipped".  Since §28 the library's rule is :data:`TWIN`.
-LIBRARY = "the library's rule (noisysgd.preprocessing.scaling_decision)"
+LIBRARY = "§16's rule (scaling_decision until §27)"
 #: the shipped rule's near twin (README §22, §24, §27)
 TWIN = "≥ 1 trusted, and not (≥ 3 trusted within a factor 2)"
 
@@ -98,7 +98,7 @@ def _section16(a) -> bool:
 
 def _twin(a) -> bool:
     """:data:`TWIN`, the library's rule since §28: scale unless no column is trusted, or three or more
-    are within a factor 2 of each other."""
+    are and the largest scale is within a factor 2 of their lower median."""
     return _trusted_count(a) >= 1 and not (_trusted_count(a) >= 3 and ratio(a) <= 2)
 
 
@@ -183,16 +183,14 @@ def leave_one_set_out(data: dict, rules: dict) -> list:
 
 
 def by_unseen(data: dict) -> list:
-    """The fits the library's rule scales, by the share of columns the query's strict read did not
-    see (whose range is then the guessed one, README §16): (bin, fits, mean of scaled − raw
-    accuracy, share of fits where scaling lost, the worst fit's loss, its table)."""
-    from noisysgd.preprocessing import scaling_decision
-
+    """The fits §16's rule (:data:`LIBRARY`, the library's until §27) scales, by the share of columns the
+    query's strict read did not see (whose range is then the guessed one, README §16): (bin, fits, mean of
+    scaled − raw accuracy, share of fits where scaling lost, the worst fit's loss, its table)."""
     pairs = _pairs(data["cells"])
     bins = defaultdict(list)
     for (_, table, _, _), v in pairs.items():
         a = v[PRIVATE_RANGE]["range_query"]
-        if len(v) != 2 or not scaling_decision(a)[0]:
+        if len(v) != 2 or not _section16(a):
             continue
         unseen = float(np.mean(np.asarray(a["strict_scales"], dtype=float) <= 0))
         key = next(b for b in (0.25, 0.5, 0.75, 1.0) if unseen <= b)

@@ -486,9 +486,9 @@ class NoisySGDClassifier(ClassifierMixin, _NoisySGDBase):
         then decide from its answer alone whether to scale the rows by it or
         keep them as given (:func:`noisysgd.preprocessing.scaling_decision`:
         keep them where no column stands out of its noise, or where three or
-        more do and their scales are within a factor 2; scale them
-        otherwise) — raw tables in mixed
-        units get scaled, rows already on one scale are left alone, and the
+        more do and the largest scale is within a factor 2 of their lower
+        median; scale them otherwise) — raw tables in mixed units get
+        scaled, rows seen to share one scale are left alone, and the
         query is charged either way (about 0.5 % more noise when unused);
         ``privacy_report_["preprocessing"]`` says what was decided and why.
     intercept_scaling : float or "auto", default="auto"

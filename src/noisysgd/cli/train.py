@@ -122,7 +122,7 @@ def add_arguments(p) -> None:
                         "get [0, 1]); or 'private': ranges from a differentially private query spending 10%% of "
                         "epsilon and delta (the certificate covers model and ranges); 'auto' (the default for "
                         "classification with --epsilon): the same query, the rows kept as given only where no column "
-                        "stands out of its noise or three or more do within a factor 2 of each other, scaled by it "
+                        "stands out of its noise or three or more do, the largest within a factor 2 of their lower median, scaled by it "
                         "otherwise (noisysgd.preprocessing.scaling_decision); 'none': "
                         "the rows as given")
     p.add_argument("--feature-range-file", metavar="CSV",

@@ -189,7 +189,8 @@ def mean_dominant(certificate: dict) -> dict | None:
 
 
 #: :func:`mixed_scales`: columns whose root-mean-square values differ by more than this factor are in
-#: mixed units (the threshold of ``feature_range="auto"``'s own rule).
+#: mixed units (a diagnosis of the raw rows shown to their owner; ``feature_range="auto"`` decides from
+#: the private range query instead: :func:`noisysgd.preprocessing.scaling_decision`).
 MIXED_RATIO = 16.0
 
 
