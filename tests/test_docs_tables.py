@@ -360,6 +360,17 @@ def test_the_raw_tables_readme_shows_the_nine_sets_rerun_with_the_twin():
     summary = json.loads((results / "raw_tables_scaling_twin.json").read_text())
     text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
     assert rule.rerun_markdown(summary) in text
+    # the section's totals over the nine sets, and the CHANGELOG's
+    line = " ".join(text[text.index("## 28. The near twin shipped"):].split())
+    total = {t: [sum(r[w][t][0] for r in summary.values()) for w in ("before", "after")] for t in ("T1", "T2", "T3")}
+    cells = sum(r["after"]["T2"][1] for r in summary.values())
+    gain = 100 * sum((r["after"]["acc"] - r["before"]["acc"]) * r["after"]["T2"][1] for r in summary.values()) / cells
+    claim = (f"T1 {total['T1'][0]} → {total['T1'][1]} cells, T2 {total['T2'][0]} → {total['T2'][1]}, "
+             f"T3 {total['T3'][0]} → {total['T3'][1]}; mean accuracy {gain:+.2f} points weighted over the {cells} cells")
+    assert claim in line, claim
+    changelog = " ".join((ROOT / "CHANGELOG.md").read_text().split())
+    assert (f"T1 {total['T1'][0]} → {total['T1'][1]} cells, T2 {total['T2'][0]} → {total['T2'][1]}, T3 "
+            f"{total['T3'][0]} → {total['T3'][1]}, mean accuracy {gain:+.2f} points") in changelog
     answers = 0
     for stem, halves in rule.COMMITTED.items():
         data = rule.load([results / f"raw_tables_{stem}.json"])
