@@ -287,6 +287,10 @@ def test_the_raw_tables_readme_shows_the_margin_study():
     margins = json.loads((ROOT / "benchmarks" / "results" / "raw_tables_check_margins.json").read_text())
     assert summary["rules"][study.SHIPPED]["real"] == margins["rules"]["+0.5σ_c everywhere (shipped)"]
     assert summary["rules"][study.SECTION23]["real"] == margins["rules"][margins["shipped_rule"]]
+    line = " ".join(text[text.index("## 26. The margin on tables"):].split())
+    vacuous = summary["rules"]["+1σ_c where the run's bound ≥ log k"]["real_changed"]
+    assert vacuous == summary["rules"]["the prior where the run's bound ≥ log k"]["real_changed"]
+    assert f"at least log k on {vacuous:,} of the {summary['real_fits']:,} real noisysgd fits" in line
     from noisysgd.prior import private_class_counts
     rng = np.random.default_rng(0)
     for _ in range(200):
