@@ -290,6 +290,25 @@ def _targets(data: dict, half: str) -> dict:
     return row
 
 
+def rebuilt(runs: dict, name: str, margin) -> dict:
+    """Set ``name``'s ``shipped`` run with each noisysgd fit's outcome rebuilt under another check margin:
+    ``model``'s where the recorded noisy answer D̃ ≥ τσ_c, ``prior``'s elsewhere (exact: the margin changes
+    neither the run nor its noise).  ``margin(cell, model_cell)``: τ, from the recorded answers (and, for
+    rules that read it, the model run's recorded configuration)."""
+    data = json.loads(json.dumps(runs["shipped"][name]))
+    model = {_key(c): c for c in runs["model"][name]["cells"]}
+    prior = {_key(c): c for c in runs["prior"][name]["cells"]}
+    cells = []
+    for c in data["cells"]:
+        if c["method"] in NOISYSGD_ROWS:
+            answer = c["check_answer"]
+            kept = answer["noisy_difference"] >= margin(c, model[_key(c)]) * answer["noise_std"]
+            c = model[_key(c)] if kept else prior[_key(c)]
+        cells.append(c)
+    data["cells"] = cells
+    return data
+
+
 def margins(root: Path) -> dict:
     """README §23.  ``rules``: per rule of :data:`MARGIN_RULES` (and ``shipped``, +½σ_c everywhere),
     per half of the seven sets, T1–T3 and mean (balanced) accuracy of the defaults row, rebuilt per
@@ -304,17 +323,7 @@ def margins(root: Path) -> dict:
     for label, classes, t, tau in [("+0.5σ_c everywhere (shipped)", "all", -1.0, 0.5)] + MARGIN_RULES:
         row = out["rules"][label] = {}
         for name, halves in {**SETS, **LATER_SETS}.items():
-            data = json.loads(json.dumps(runs["shipped"][name]))
-            model = {_key(c): c for c in runs["model"][name]["cells"]}
-            prior = {_key(c): c for c in runs["prior"][name]["cells"]}
-            cells = []
-            for c in data["cells"]:
-                if c["method"] in NOISYSGD_ROWS:
-                    answer = c["check_answer"]
-                    kept = answer["noisy_difference"] >= _margin(c, classes, t, tau) * answer["noise_std"]
-                    c = model[_key(c)] if kept else prior[_key(c)]
-                cells.append(c)
-            data["cells"] = cells
+            data = rebuilt(runs, name, lambda c, m, classes=classes, t=t, tau=tau: _margin(c, classes, t, tau))
             for half in halves:
                 row[half] = _targets(data, half)
     for name, halves in {**SETS, **LATER_SETS}.items():

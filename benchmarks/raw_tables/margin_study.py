@@ -222,17 +222,8 @@ def summary(root: Path, real: Path | None) -> dict:
             out["rules"][rule]["real_changed"] = changed[rule]
             row = out["rules"][rule]["real"] = {}
             for name, halves in sets.items():
-                data = json.loads(json.dumps(runs["shipped"][name]))
-                model = {cv._key(c): c for c in runs["model"][name]["cells"]}
-                prior = {cv._key(c): c for c in runs["prior"][name]["cells"]}
-                new = []
-                for c in data["cells"]:
-                    if c["method"] in cv.NOISYSGD_ROWS:
-                        cp, a = c["class_prior"], c["check_answer"]
-                        tau = margin(rule, cp["noisy_counts"], cp["noise_std"], model[cv._key(c)]["config"]["proxy"])
-                        c = model[cv._key(c)] if a["noisy_difference"] >= tau * a["noise_std"] else prior[cv._key(c)]
-                    new.append(c)
-                data["cells"] = new
+                data = cv.rebuilt(runs, name, lambda c, m, rule=rule: margin(
+                    rule, c["class_prior"]["noisy_counts"], c["class_prior"]["noise_std"], m["config"]["proxy"]))
                 for half in halves:
                     row[half] = cv._targets(data, half)
     return out
