@@ -220,7 +220,7 @@ def _row(data: dict, half: str) -> dict:
     scaled = sum("scaled by the private ranges" in ((c.get("range_query") or {}).get("decision") or "") for c in fits)
     return {**{t: list(res[t]["defaults"]) for t in ("T1", "T2", "T3")},
             "acc": sum(v["defaults"]["acc"] for v in cs) / len(cs), "bal": sum(v["defaults"]["bal"] for v in cs) / len(cs),
-            "scaled": [scaled, len(fits)]}
+            "scaled": [scaled, len(fits)], "fit_s": sum(c["fit_s"] for c in fits) / len(fits)}
 
 
 def rerun_summary(results: Path, rerun: Path) -> dict:
@@ -240,13 +240,14 @@ def rerun_summary(results: Path, rerun: Path) -> dict:
 
 
 def rerun_markdown(summ: dict) -> str:
-    lines = ["| set (defaults row) | T1 | T2 (≥ 85 %) | T3 (≥ 90 %) | mean acc. | mean bal. acc. | fits scaled |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| set (defaults row) | T1 | T2 (≥ 85 %) | T3 (≥ 90 %) | mean acc. | mean bal. acc. | fits scaled | "
+             "mean fit s |", "|---|---|---|---|---|---|---|---|"]
     for half, r in summ.items():
         b, a = r["before"], r["after"]
         cells = [f"{b[t][0]} → {a[t][0]} /{a[t][1]}" for t in ("T1", "T2", "T3")]
         cells += [f"{b[k]:.3f} → {a[k]:.3f}" for k in ("acc", "bal")]
         cells.append(f"{b['scaled'][0]} → {a['scaled'][0]} /{a['scaled'][1]}")
+        cells.append(f"{b['fit_s']:.2f} → {a['fit_s']:.2f}")
         lines.append(f"| {half} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
