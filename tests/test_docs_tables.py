@@ -354,6 +354,40 @@ def test_the_raw_tables_readme_shows_the_ninth_set():
     assert f"over their {sum(weights.values())} cells" in line
 
 
+def test_the_raw_tables_readme_shows_the_tenth_set():
+    # README §29: the tenth set's file (run once with the library of §28, noise of its own per table), its rows
+    # of targets, the scaling rules rebuilt on it, and leave-one-set-out over the ten sets
+    section, _, results, data = _set_rows_match("## 29. A tenth set", "tenth", "tenth",
+                                                {"| **defaults, tenth set** |": "defaults",
+                                                 '| `feature_range="private"` |': 'feature_range="private"'})
+    section = section[:next((i for i, line in enumerate(section[1:], 1) if line.startswith("## ")), len(section))]
+    assert sorted(data["tables"]) == _raw_tables_module("tenth").names()
+    from noisysgd.preprocessing import scaling_decision
+
+    rule = _raw_tables_module("scaling_rule")
+    for c in data["cells"]:  # run with the library's rule (§28's near twin)
+        if c["method"] == "defaults":
+            assert ("scaled by the private ranges" in c["range_query"]["decision"]) == rule._twin(c["range_query"])
+            assert scaling_decision(c["range_query"])[0] == rule._twin(c["range_query"])
+    rules = rule._rules()
+    line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
+    tenth = rule.load([results / "raw_tables_tenth.json"])
+    twin, old, more = (rule.evaluate(tenth, "tenth", {name: rules[name]})[0][0] for name in
+                       (rule.TWIN, rule.LIBRARY, "scale unless the query saw no column (3σ floor)"))
+    assert f"the near twin of §28, T1 {twin[1][0]}/{twin[1][1]}, T3 {twin[3][0]}/{twin[3][1]} and {twin[4]:.3f}" in line
+    assert f"§16's rule T1 {old[1][0]}/{old[1][1]}, T3 {old[3][0]}/{old[3][1]} and {old[4]:.3f}" in line
+    assert f'"scale unless the query saw no column" {more[1][0]}/{more[1][1]}, {more[3][0]}/{more[3][1]} and ' \
+           f"{more[4]:.3f}" in line
+    ten = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
+                    + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth", "tenth")])
+    loso = rule.leave_one_set_out(ten, rules)
+    assert sum(r[1] == rule.TWIN for r in loso) == 9 and [r[0] for r in loso if r[1] != rule.TWIN] == ["sixth"]
+    weights = {r[0]: r[4][1] for r in loso}
+    gain = f"{100 * sum((r[2] - r[3]) * weights[r[0]] for r in loso) / sum(weights.values()):+.2f}".replace("-", "−")
+    assert f"accuracy is {gain} points" in line
+    assert f"the ten sets' {sum(weights.values())} cells" in line
+
+
 def test_the_raw_tables_readme_shows_the_nine_sets_rerun_with_the_twin():
     # README §28: the library's scaling rule is the near twin (its decision equals scaling_rule.py's on every
     # recorded answer), and the re-run's summary, whose "before" rows are the committed files'
