@@ -388,6 +388,45 @@ def test_the_raw_tables_readme_shows_the_tenth_set():
     assert f"the ten sets' {sum(weights.values())} cells" in line
 
 
+def test_the_raw_tables_readme_shows_the_model_norm_variant():
+    # README §30: model_norm.py's summary, rendered; its library rows are §28's re-run and the tenth set's file
+    # (two runs of the same library agree), the variant is the formula the section states, and the prose
+    # quotes the summary
+    import noisysgd.config as config
+
+    mn = _raw_tables_module("model_norm")
+    variants = _raw_tables_module("check_variants")
+    report = _raw_tables_module("report")
+    results = ROOT / "benchmarks" / "results"
+    summary = json.loads((results / "raw_tables_model_norm.json").read_text())
+    text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
+    section = text[text.index("## 30. A smaller assumed model norm"):]
+    assert mn.markdown(summary) in section
+    twin = json.loads((results / "raw_tables_scaling_twin.json").read_text())
+    for half, row in summary["sets"].items():
+        mine = row["shipped"]
+        theirs = twin[half]["after"] if half in twin else variants._targets(
+            report.load([results / f"raw_tables_{half}.json"]), half)
+        assert {t: list(mine[t]) for t in ("T1", "T2", "T3")} == {t: list(theirs[t]) for t in ("T1", "T2", "T3")}
+        assert mine["acc"] == pytest.approx(theirs["acc"], abs=1e-12), half
+    floor5 = mn.VARIANTS["floor5"]
+    assert floor5(64, 1.0) == config._model_norm(64, 1.0) and floor5(784, 2.0) == config._model_norm(784, 2.0)
+    assert floor5(16, 1.0) == config._model_norm(16, 1.0) / 2 == floor5(3, 1.0)
+    assert f"{floor5(30, 1.0):.1f}/R at 30" in " ".join(section.split())
+    line = " ".join(section.split())
+    cells = sum(r["floor5"]["T3"][1] for r in summary["sets"].values())
+    gain = 100 * sum((r["floor5"]["acc"] - r["shipped"]["acc"]) * r["floor5"]["T3"][1]
+                     for r in summary["sets"].values()) / cells
+    assert f"{gain:+.2f} points of mean accuracy over {cells} cells" in line
+    t1 = [sum(r[k] for name, r in summary["synthetic"].items() if name.endswith("signal 0") and not name.startswith("n = 120,"))
+          for k in ("t1_shipped", "t1_variant", "t1_of")]
+    assert f"at ≥ 400 rows from {t1[0]} to {t1[1]} of {t1[2]}" in line
+    for table, label in (("breast_cancer", "breast_cancer (30 columns, B 10 → 6.8) "), ("breast_cancer (raw)", "")):
+        r = summary["evidence"][table]
+        claim = f"{r['mean_points']:.1f} ± {r['se_points']:.1f}".replace("-", "−")
+        assert claim in line, claim
+
+
 def test_the_raw_tables_readme_shows_the_nine_sets_rerun_with_the_twin():
     # README §28: the library's scaling rule is the near twin (its decision equals scaling_rule.py's on every
     # recorded answer), and the re-run's summary, whose "before" rows are the committed files'

@@ -165,7 +165,9 @@ def _patch_common_range(pipeline) -> None:
     pipeline.private_ranges_within, pipeline._scaling = ranges, scaling
 
 
-def run_variant(variant: str, out: Path, sets) -> None:
+def run_variant(variant: str, out: Path, sets, source=None) -> None:
+    """Re-run the noisysgd rows of ``sets`` under ``variant`` into ``out``/<set>.json; the other rows are
+    those of ``source(name)`` (default :func:`committed`)."""
     import run
 
     _patch(variant)
@@ -173,7 +175,7 @@ def run_variant(variant: str, out: Path, sets) -> None:
     for name in sets:
         dst = out / f"{name}.json"
         if not dst.exists():  # the committed file without its noisysgd rows: run.py re-runs only those
-            data = json.loads(committed(name).read_text())
+            data = json.loads((source or committed)(name).read_text())
             data["cells"] = [c for c in data["cells"] if c["method"] not in NOISYSGD_ROWS]
             tmp = Path(tempfile.mkstemp(dir=out, suffix=".json")[1])
             tmp.write_text(json.dumps(data))
