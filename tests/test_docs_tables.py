@@ -325,17 +325,24 @@ def test_the_raw_tables_readme_shows_the_eighth_set():
     assert f"{-100 * sum((r[2] - r[3]) * weights[r[0]] for r in loso) / sum(weights.values()):.2f}" in line
 
 
+def _later_set(heading: str, name: str) -> tuple:
+    """A later set run once (§27, §29): :func:`_set_rows_match` on its two noisysgd rows, the section cut at the
+    next heading and its lines unwrapped, the file's tables the set's module lists.  Returns (the section's
+    lines, the line, the results folder, the data, scaling_rule, its rules)."""
+    section, _, results, data = _set_rows_match(heading, name, name,
+                                                {f"| **defaults, {name} set** |": "defaults",
+                                                 '| `feature_range="private"` |': 'feature_range="private"'})
+    section = section[:next((i for i, line in enumerate(section[1:], 1) if line.startswith("## ")), len(section))]
+    assert sorted(data["tables"]) == _raw_tables_module(name).names()
+    rule = _raw_tables_module("scaling_rule")
+    line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
+    return section, line, results, data, rule, rule._rules()
+
+
 def test_the_raw_tables_readme_shows_the_ninth_set():
     # README §27: the ninth set's file (run once, noise of its own per table), its rows of targets, the
     # scaling rules on it and the nine sets' leave-one-set-out table with its weighted gain
-    section, _, results, data = _set_rows_match("## 27. A ninth set", "ninth", "ninth",
-                                                {"| **defaults, ninth set** |": "defaults",
-                                                 '| `feature_range="private"` |': 'feature_range="private"'})
-    section = section[:next((i for i, line in enumerate(section[1:], 1) if line.startswith("## ")), len(section))]
-    assert sorted(data["tables"]) == _raw_tables_module("ninth").names()
-    rule = _raw_tables_module("scaling_rule")
-    rules = rule._rules()
-    line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
+    section, line, results, _, rule, rules = _later_set("## 27. A ninth set", "ninth")
     ninth = rule.load([results / "raw_tables_ninth.json"])
     shipped, twin, more = (rule.evaluate(ninth, "ninth", {name: rules[name]})[0][0] for name in
                            (rule.LIBRARY, rule.TWIN, "scale unless the query saw no column (3σ floor)"))
@@ -357,20 +364,13 @@ def test_the_raw_tables_readme_shows_the_ninth_set():
 def test_the_raw_tables_readme_shows_the_tenth_set():
     # README §29: the tenth set's file (run once with the library of §28, noise of its own per table), its rows
     # of targets, the scaling rules rebuilt on it, and leave-one-set-out over the ten sets
-    section, _, results, data = _set_rows_match("## 29. A tenth set", "tenth", "tenth",
-                                                {"| **defaults, tenth set** |": "defaults",
-                                                 '| `feature_range="private"` |': 'feature_range="private"'})
-    section = section[:next((i for i, line in enumerate(section[1:], 1) if line.startswith("## ")), len(section))]
-    assert sorted(data["tables"]) == _raw_tables_module("tenth").names()
+    section, line, results, data, rule, rules = _later_set("## 29. A tenth set", "tenth")
     from noisysgd.preprocessing import scaling_decision
 
-    rule = _raw_tables_module("scaling_rule")
     for c in data["cells"]:  # run with the library's rule (§28's near twin)
         if c["method"] == "defaults":
             assert ("scaled by the private ranges" in c["range_query"]["decision"]) == rule._twin(c["range_query"])
             assert scaling_decision(c["range_query"])[0] == rule._twin(c["range_query"])
-    rules = rule._rules()
-    line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
     tenth = rule.load([results / "raw_tables_tenth.json"])
     twin, old, more = (rule.evaluate(tenth, "tenth", {name: rules[name]})[0][0] for name in
                        (rule.TWIN, rule.LIBRARY, "scale unless the query saw no column (3σ floor)"))
