@@ -196,8 +196,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-markdown", action="store_true")
     args = ap.parse_args(argv)
     data = load(args.json)
-    halves = [h for h in ("design", "heldout", "fresh", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
-              if any(c["half"] == h for c in data["cells"])]
+    halves = [h for h in ("design", "heldout", "fresh", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+                          "eleventh") if any(c["half"] == h for c in data["cells"])]
     for half in halves:
         if not args.markdown_only:
             print_targets(data, half)

