@@ -13,10 +13,10 @@ Each run patches ``noisysgd.config._model_norm`` and re-runs (a) the two noisysg
 (``check_variants.run_variant``: the other rows are the committed files'; the same ``random_state``,
 so the two variants' fits are paired), (b) the synthetic tables of ``margin_study.py`` (§26) and
 (c) ``evidence_defaults.py``'s tables; the summary compares the variant with the library as it is
-(``shipped``: its set runs here, its synthetic rows from the committed
-``raw_tables_margin_study.json``, its evidence rows from ``evidence_defaults_scaling_twin.json``)::
+(``shipped``: its set and synthetic runs here — §26's committed study predates §28's scaling rule —,
+its evidence rows from ``evidence_defaults_scaling_twin.json``)::
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/model_norm.py run shipped /tmp/mnorm --sets
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/model_norm.py run shipped /tmp/mnorm --sets --synthetic
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/raw_tables/model_norm.py run floor5 /tmp/mnorm \\
         --sets --synthetic --evidence                    # (--part i --parts k: a share of each, in parallel)
     .venv/bin/python benchmarks/raw_tables/model_norm.py summary /tmp/mnorm \\
@@ -92,7 +92,8 @@ def _paired(d: np.ndarray) -> dict:
     return {"cells": int(d.size), "mean_points": float(d.mean()),
             "se_points": float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0,
             "worst_points": float(d.min()), "best_points": float(d.max()),
-            "below_1": int((d < -1).sum()), "above_1": int((d > 1).sum())}
+            "below_1": int((d < -1).sum()), "above_1": int((d > 1).sum()),
+            "below_0": int((d < 0).sum()), "above_0": int((d > 0).sum())}
 
 
 def _sets(root: Path, variant: str) -> tuple[dict, dict]:
@@ -114,29 +115,36 @@ def _sets(root: Path, variant: str) -> tuple[dict, dict]:
     return rows, {f"{lo}-{hi}": _paired(np.array(v)) for (lo, hi), v in diffs.items() if v}
 
 
-def _synthetic(root: Path, variant: str) -> dict:
-    """Per (training rows, signal): the released accuracy (+½σ_c, as shipped) of the variant against the
-    committed study's shipped rows, and the no-signal T1 cells of each."""
+def _fits(folder: Path) -> dict:
+    """``margin_study.py``'s fits under ``folder`` (every part), per cell (k, shares, signal, n, ε)."""
     import margin_study as ms
     from collections import defaultdict
 
-    study = json.loads((RESULTS / "raw_tables_margin_study.json").read_text())
-    at = list(ms.RULES).index(ms.SHIPPED)
-    base = {(c["k"], tuple(c["shares"]), c["signal"], c["n"], c["epsilon"]): c for c in study["cells"]}
-    rows = [r for f in sorted((root / variant / "synthetic").glob("part*.json")) for r in json.loads(f.read_text())]
-    if len(rows) != study["fits"]:
-        raise SystemExit(f"{root / variant / 'synthetic'}: {len(rows)} fits, expected {study['fits']}")
+    rows = [r for f in sorted(folder.glob("part*.json")) for r in json.loads(f.read_text())]
+    if len(rows) != len(ms.jobs()):
+        raise SystemExit(f"{folder}: {len(rows)} fits, expected {len(ms.jobs())} (run every part first)")
     fits = defaultdict(list)
     for r in rows:
         fits[(r["k"], tuple(round(s, 3) for s in r["shares"]), r["signal"], r["n"], r["epsilon"])].append(r)
+    return fits
+
+
+def _synthetic(root: Path, variant: str) -> dict:
+    """Per (training rows, signal): the released accuracy (+½σ_c, as shipped) of the variant against the
+    library's, both re-run here (the same tables and seeds), and the T1 cells of each."""
+    import margin_study as ms
+    from collections import defaultdict
+
+    base, now = _fits(root / "shipped" / "synthetic"), _fits(root / variant / "synthetic")
     groups = defaultdict(lambda: {"d": [], "t1": [0, 0, 0]})
-    for key, rs in fits.items():
-        c = base[key]
-        now = float(np.mean([ms.released(r, ms.SHIPPED) for r in rs]))
+    for key, rs in base.items():
+        mean = lambda rows, f: float(np.mean([f(r) for r in rows]))  # noqa: E731
+        before = mean(rs, lambda r: ms.released(r, ms.SHIPPED))
+        after = mean(now[key], lambda r: ms.released(r, ms.SHIPPED))
+        floor = min(mean(rs, lambda r: r["majority"]), mean(rs, lambda r: r["nonprivate"])) - 0.01 - 1e-9
         g = groups[f"n = {key[3]}, signal {key[2]:g}"]
-        g["d"].append(100 * (now - c["rules"][at]))
-        floor = min(c["majority"], c["nonprivate"]) - 0.01 - 1e-9
-        g["t1"] = [g["t1"][0] + (c["rules"][at] >= floor), g["t1"][1] + (now >= floor), g["t1"][2] + 1]
+        g["d"].append(100 * (after - before))
+        g["t1"] = [g["t1"][0] + (before >= floor), g["t1"][1] + (after >= floor), g["t1"][2] + 1]
     return {k: {**_paired(np.array(g["d"])), "t1_shipped": g["t1"][0], "t1_variant": g["t1"][1], "t1_of": g["t1"][2]}
             for k, g in sorted(groups.items(), key=lambda kv: (int(kv[0].split()[2].rstrip(",")), kv[0]))}
 

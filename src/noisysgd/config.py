@@ -60,10 +60,10 @@ those, the proxy under-rated the optimisation still to do and chose 300
 full-batch steps (ScatterNet at ε = 3: 0.782 test accuracy, against 0.858
 over 3 seeds with the scaled B, which chose 100 epochs of cyclic batches of
 1,024).  The other way, B = 5·max(1, √(d/16))/R (halved up to 16 features) gained on small
-tables — +0.13 points over ten sets of real ones, +0.3 to +2.2 on synthetic ones with signal — and
+tables — +0.13 points over ten sets of real ones, +0.4 to +2.2 on synthetic ones with signal — and
 lost 1.9 and 3.7 points on breast_cancer's 30 features, scaled and raw
-(benchmarks/raw_tables/README.md §30): the norm of a good model follows how separable the table is,
-which d does not say; not adopted.  With λ = 0 (only when the user fixes ``alpha=0``) only the convex
+(benchmarks/raw_tables/README.md §30): the norm of a good model seems to follow how separable the table
+is, which d does not say; not adopted.  With λ = 0 (only when the user fixes ``alpha=0``) only the convex
 bounds apply.  For η ≤ 1/(M + λ) the smooth convex bound (Bubeck 2015, Thm 6.3
 proof: only the variance of the stochastic gradient costs, not its mean)
 
