@@ -333,10 +333,33 @@ def _later_set(heading: str, name: str) -> tuple:
                                                 {f"| **defaults, {name} set** |": "defaults",
                                                  '| `feature_range="private"` |': 'feature_range="private"'})
     section = section[:next((i for i, line in enumerate(section[1:], 1) if line.startswith("## ")), len(section))]
-    assert sorted(data["tables"]) == _raw_tables_module(name).names()
+    assert sorted(data["tables"], key=str.lower) == _raw_tables_module(name).names()
     rule = _raw_tables_module("scaling_rule")
     line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
     return section, line, results, data, rule, rule._rules()
+
+
+def _reference_rows(section: list, data: dict, half: str) -> None:
+    """§29, §31: the table's reference rows (diffprivlib's two, non-private, majority: T1 and the means) and
+    the percentages of the two noisysgd rows' T2 and T3."""
+    report = _raw_tables_module("report")
+    res = report.targets(data, half)
+    cs = [v for k, v in report.cells(data).items() if k[0] == half and report.complete(v)]
+    labels = {"| diffprivlib, rows clipped to 1 |": report.DPL_CLIP,
+              "| diffprivlib, `data_norm` from the data (not private) |": report.DPL_NORM,
+              "| non-private LR |": report.NONPRIVATE, "| majority |": report.MAJORITY}
+    for label, method in labels.items():
+        row = next(line for line in section if line.startswith(label))
+        got, of = res["T1"][method]
+        assert row.split(" | ")[1].startswith(f"{got}/{of}"), row
+        for key in ("acc", "bal"):
+            assert f"{sum(v[method][key] for v in cs) / len(cs):.3f}" in row, (key, row)
+    for label, method in ((f"| **defaults, {half} set** |", "defaults"), ('| `feature_range="private"` |',
+                                                                          'feature_range="private"')):
+        row = next(line for line in section if line.startswith(label))
+        for target in ("T2", "T3"):
+            got, of = res[target][method]
+            assert f"{got}/{of} = {100 * got / of:.0f} %" in row, (target, row)
 
 
 def test_the_raw_tables_readme_shows_the_ninth_set():
@@ -378,6 +401,13 @@ def test_the_raw_tables_readme_shows_the_tenth_set():
     assert f"§16's rule T1 {old[1][0]}/{old[1][1]}, T3 {old[3][0]}/{old[3][1]} and {old[4]:.3f}" in line
     assert f'"scale unless the query saw no column" {more[1][0]}/{more[1][1]}, {more[3][0]}/{more[3][1]} and ' \
            f"{more[4]:.3f}" in line
+    assert f"§28's switch holds on unseen tables ({100 * (twin[4] - old[4]):+.1f} points)" in line
+    _reference_rows(section, data, "tenth")
+    report = _raw_tables_module("report")
+    cs = [v for k, v in report.cells(data).items() if report.complete(v)]
+    mean = {m: sum(v[m]["acc"] for v in cs) / len(cs) for m in ("defaults", report.DPL_CLIP, report.DPL_NORM)}
+    assert (f"{100 * (mean['defaults'] - mean[report.DPL_CLIP]):.1f} and "
+            f"{100 * (mean['defaults'] - mean[report.DPL_NORM]):.1f} points above diffprivlib's two rows") in line
     ten = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
                     + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth", "tenth")])
     loso = rule.leave_one_set_out(ten, rules)
@@ -386,6 +416,25 @@ def test_the_raw_tables_readme_shows_the_tenth_set():
     gain = f"{100 * sum((r[2] - r[3]) * weights[r[0]] for r in loso) / sum(weights.values()):+.2f}".replace("-", "−")
     assert f"accuracy is {gain} points" in line
     assert f"the ten sets' {sum(weights.values())} cells" in line
+
+
+def test_the_raw_tables_readme_shows_the_eleventh_set():
+    # README §31: the eleventh set's file (run once with the library of §28), its rows, the scaling rules on it
+    # and leave-one-set-out over the eleven sets
+    section, line, results, data, rule, rules = _later_set("## 31. An eleventh set", "eleventh")
+    _reference_rows(section, data, "eleventh")
+    eleventh = rule.load([results / "raw_tables_eleventh.json"])
+    twin, old, scaled, raw = (rule.evaluate(eleventh, "eleventh", {name: rules[name]})[0][0] for name in
+                              (rule.TWIN, rule.LIBRARY, "always scaled", "always raw (query charged)"))
+    assert (f"the library's near twin {twin[4]:.3f}, §16's rule {old[4]:.3f}, always scaled {scaled[4]:.3f}, "
+            f"always raw {raw[4]:.3f}") in line
+    sets = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
+                     + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth", "tenth", "eleventh")])
+    loso = rule.leave_one_set_out(sets, rules)
+    assert [r[0] for r in loso if r[1] != rule.TWIN] == ["sixth"] and len(loso) == 11
+    weights = {r[0]: r[4][1] for r in loso}
+    gain = f"{100 * sum((r[2] - r[3]) * weights[r[0]] for r in loso) / sum(weights.values()):+.2f}".replace("-", "−")
+    assert f"{gain} points over {sum(weights.values())} cells against §16's rule" in line
 
 
 def test_the_raw_tables_readme_shows_the_model_norm_variant():
@@ -421,10 +470,19 @@ def test_the_raw_tables_readme_shows_the_model_norm_variant():
     t1 = [sum(r[k] for name, r in summary["synthetic"].items() if name.endswith("signal 0") and not name.startswith("n = 120,"))
           for k in ("t1_shipped", "t1_variant", "t1_of")]
     assert f"at ≥ 400 rows from {t1[0]} to {t1[1]} of {t1[2]}" in line
-    for table, label in (("breast_cancer", "breast_cancer (30 columns, B 10 → 6.8) "), ("breast_cancer (raw)", "")):
-        r = summary["evidence"][table]
-        claim = f"{r['mean_points']:.1f} ± {r['se_points']:.1f}".replace("-", "−")
-        assert claim in line, claim
+    assert f"on breast_cancer** (30 columns, B 10 → {floor5(30, 1.0):.1f}): " \
+           f"{summary['evidence']['breast_cancer']['mean_points']:.1f} ± ".replace("-", "−") in line
+    r = summary["evidence"]["breast_cancer (raw)"]
+    assert f"{r['mean_points']:.1f} ± {r['se_points']:.1f} on its raw columns".replace("-", "−") in line
+    bc = summary["evidence"]["breast_cancer"]
+    assert f"{bc['below_0']} of breast_cancer's {bc['cells']} fits lose and {bc['above_0']} gain" in line
+    delta = {t: sum(r["floor5"][t][0] - r["shipped"][t][0] for r in summary["sets"].values()) for t in ("T1", "T2", "T3")}
+    assert f"T1 {delta['T1']:+d} cell".replace("-", "−") in line and f"T2 {delta['T2']:+d}, T3 {delta['T3']:+d}" in line
+    signal = [r["mean_points"] for name, r in summary["synthetic"].items() if not name.endswith("signal 0")]
+    assert f"(+{min(signal):.1f} to +{max(signal):.1f} points a group" in line
+    tenth = summary["sets"]["tenth"]
+    assert (f"+{100 * (tenth['floor5']['acc'] - tenth['shipped']['acc']):.1f} points and "
+            f"{tenth['floor5']['T3'][0] - tenth['shipped']['T3'][0]} T3 cells") in line.replace("three T3", "3 T3")
 
 
 def test_the_raw_tables_readme_shows_the_nine_sets_rerun_with_the_twin():
