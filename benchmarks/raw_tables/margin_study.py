@@ -168,14 +168,20 @@ def released(r: dict, rule: str) -> float:
     return r["model"] if kept else r["prior"]
 
 
-def summary(root: Path, real: Path | None) -> dict:
+def fit_cells(root: Path) -> dict:
+    """The fits of ``run`` under ``root`` (every part), per cell (k, shares to 3 digits, signal, n, ε)."""
     rows = [r for f in sorted(root.glob("part*.json")) for r in json.loads(f.read_text())]
     if len(rows) != len(jobs()):
         raise SystemExit(f"{root}: {len(rows)} fits, expected {len(jobs())} (run every part first)")
     cells = defaultdict(list)
     for r in rows:
         cells[(r["k"], tuple(round(s, 3) for s in r["shares"]), r["signal"], r["n"], r["epsilon"])].append(r)
-    out = {"fits": len(rows), "seeds": len(SEEDS), "test_rows": TEST_ROWS, "columns": COLUMNS, "rules": {},
+    return cells
+
+
+def summary(root: Path, real: Path | None) -> dict:
+    cells = fit_cells(root)
+    out = {"fits": sum(len(rs) for rs in cells.values()), "seeds": len(SEEDS), "test_rows": TEST_ROWS, "columns": COLUMNS, "rules": {},
            "cells": []}  # (a cell's "rules": the released accuracy per rule of RULES, in order; "changed": the
     #                      fits each rule gave another margin than +½σ_c)
     at = {rule: i for i, rule in enumerate(RULES)}

@@ -115,27 +115,13 @@ def _sets(root: Path, variant: str) -> tuple[dict, dict]:
     return rows, {f"{lo}-{hi}": _paired(np.array(v)) for (lo, hi), v in diffs.items() if v}
 
 
-def _fits(folder: Path) -> dict:
-    """``margin_study.py``'s fits under ``folder`` (every part), per cell (k, shares, signal, n, ε)."""
-    import margin_study as ms
-    from collections import defaultdict
-
-    rows = [r for f in sorted(folder.glob("part*.json")) for r in json.loads(f.read_text())]
-    if len(rows) != len(ms.jobs()):
-        raise SystemExit(f"{folder}: {len(rows)} fits, expected {len(ms.jobs())} (run every part first)")
-    fits = defaultdict(list)
-    for r in rows:
-        fits[(r["k"], tuple(round(s, 3) for s in r["shares"]), r["signal"], r["n"], r["epsilon"])].append(r)
-    return fits
-
-
 def _synthetic(root: Path, variant: str) -> dict:
     """Per (training rows, signal): the released accuracy (+½σ_c, as shipped) of the variant against the
     library's, both re-run here (the same tables and seeds), and the T1 cells of each."""
     import margin_study as ms
     from collections import defaultdict
 
-    base, now = _fits(root / "shipped" / "synthetic"), _fits(root / variant / "synthetic")
+    base, now = ms.fit_cells(root / "shipped" / "synthetic"), ms.fit_cells(root / variant / "synthetic")
     groups = defaultdict(lambda: {"d": [], "t1": [0, 0, 0]})
     for key, rs in base.items():
         mean = lambda rows, f: float(np.mean([f(r) for r in rows]))  # noqa: E731
