@@ -189,6 +189,19 @@ def test_the_raw_tables_readme_shows_the_check_variants():
     assert table in text, table
 
 
+#: each set's committed run, in the order the sets came (the first five files re-run with noise of their own per
+#: table, README §20; the later sets were run that way once)
+SET_STEMS = ("all_independent", "fresh_independent", "fourth_independent", "fifth_independent", "sixth_independent",
+             "seventh", "eighth", "ninth", "tenth", "eleventh")
+
+
+def _sets_through(last: str) -> dict:
+    """The committed runs of the sets up to ``last``, read as one (scaling_rule.load)."""
+    stems = SET_STEMS[:[s.split("_")[0] for s in SET_STEMS].index(last) + 1]
+    return _raw_tables_module("scaling_rule").load([ROOT / "benchmarks" / "results" / f"raw_tables_{s}.json"
+                                                     for s in stems])
+
+
 def _set_rows_match(heading: str, stem: str, half: str, rows: dict) -> tuple:
     """A set run once (§22, §24): its README section's rows of targets (line start -> method) against
     the committed file ``raw_tables_{stem}.json``, run with noise of its own per table.  Returns
@@ -233,12 +246,10 @@ def test_the_raw_tables_readme_shows_the_seventh_set():
 def test_the_raw_tables_readme_shows_t3_as_the_issue_words_it_and_the_rules_left_out():
     # README §22: literal T3 (scaling_rule.literal_t3) of four rules on the seven sets, and the
     # leave-one-set-out table (scaling_rule.py --loso --all-variants), from the committed files
-    results = ROOT / "benchmarks" / "results"
     text = (ROOT / "benchmarks" / "raw_tables" / "README.md").read_text()
     section = text[text.index("**T3 as the issue words it"):].splitlines()
     rule = _raw_tables_module("scaling_rule")
-    data = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
-                     + [results / "raw_tables_seventh.json"])
+    data = _sets_through("seventh")
     rules = rule._rules()
     halves = ("design", "heldout", "fresh", "fourth", "fifth", "sixth", "seventh")
     table = {h: {r[0]: r for r in rule.evaluate(data, h, rules)[0]} for h in halves}
@@ -316,9 +327,7 @@ def test_the_raw_tables_readme_shows_the_eighth_set():
     line = " ".join(l.strip() for l in section if l.strip())  # noqa: E741 (the README's lines, unwrapped)
     assert (f"the shipped rule {shipped[3][0]}/{shipped[3][1]} of report.py's T3 and {shipped[4]:.3f} mean accuracy; "
             f'"scale unless the query saw no column" {more[3][0]}/{more[3][1]} and {more[4]:.3f}') in line
-    eight = rule.load([ROOT / "benchmarks" / "results" / f"raw_tables_{s}_independent.json"
-                       for s in ("all", "fresh", "fourth", "fifth", "sixth")]
-                      + [ROOT / "benchmarks" / "results" / f"raw_tables_{s}.json" for s in ("seventh", "eighth")])
+    eight = _sets_through("eighth")
     loso = rule.leave_one_set_out(eight, rules)
     assert rule.loso_markdown(loso) in "\n".join(section)
     weights = {r[0]: r[4][1] for r in loso}
@@ -374,8 +383,7 @@ def test_the_raw_tables_readme_shows_the_ninth_set():
     assert f"T1 {twin[1][0]}/{twin[1][1]}, T3 {twin[3][0]}/{twin[3][1]} and {twin[4]:.3f}" in line
     assert f'"scale unless the query saw no column" {more[1][0]}/{more[1][1]}, {more[3][0]}/{more[3][1]} and ' \
            f"{more[4]:.3f}" in line
-    nine = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
-                     + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth")])
+    nine = _sets_through("ninth")
     loso = rule.leave_one_set_out(nine, rules)
     assert rule.loso_markdown(loso) in "\n".join(section)
     assert {r[1] for r in loso} == {rule.TWIN}
@@ -408,8 +416,7 @@ def test_the_raw_tables_readme_shows_the_tenth_set():
     mean = {m: sum(v[m]["acc"] for v in cs) / len(cs) for m in ("defaults", report.DPL_CLIP, report.DPL_NORM)}
     assert (f"{100 * (mean['defaults'] - mean[report.DPL_CLIP]):.1f} and "
             f"{100 * (mean['defaults'] - mean[report.DPL_NORM]):.1f} points above diffprivlib's two rows") in line
-    ten = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
-                    + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth", "tenth")])
+    ten = _sets_through("tenth")
     loso = rule.leave_one_set_out(ten, rules)
     assert sum(r[1] == rule.TWIN for r in loso) == 9 and [r[0] for r in loso if r[1] != rule.TWIN] == ["sixth"]
     weights = {r[0]: r[4][1] for r in loso}
@@ -428,8 +435,7 @@ def test_the_raw_tables_readme_shows_the_eleventh_set():
                               (rule.TWIN, rule.LIBRARY, "always scaled", "always raw (query charged)"))
     assert (f"the library's near twin {twin[4]:.3f}, §16's rule {old[4]:.3f}, always scaled {scaled[4]:.3f}, "
             f"always raw {raw[4]:.3f}") in line
-    sets = rule.load([results / f"raw_tables_{s}_independent.json" for s in ("all", "fresh", "fourth", "fifth", "sixth")]
-                     + [results / f"raw_tables_{s}.json" for s in ("seventh", "eighth", "ninth", "tenth", "eleventh")])
+    sets = _sets_through("eleventh")
     loso = rule.leave_one_set_out(sets, rules)
     assert [r[0] for r in loso if r[1] != rule.TWIN] == ["sixth"] and len(loso) == 11
     weights = {r[0]: r[4][1] for r in loso}
